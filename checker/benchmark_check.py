@@ -1,0 +1,237 @@
+"""Check one trainmark benchmark folder and recompute its scores.
+
+The order: list the folder, read every result file (the rules version and division
+come from the logs when the path does not give them), run each through the compliance
+engine and the own checks, then the text log, the agreement of both logs, the
+cross-trial rules, model conformity, and finally the scores.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainmark.checker import conformity, mllog_check, trials_check
+from trainmark.checker.agreement import check_agreement
+from trainmark.checker.engine import run_engine
+from trainmark.checker.epochs_check import check_epochs_log
+from trainmark.checker.findings import Findings
+from trainmark.checker.layout import DIVISIONS, BenchmarkFolder, safe_entries
+from trainmark.checker.mllog_read import Event, read_events
+from trainmark.checker.safefs import LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.scoring import score_benchmark
+from trainmark.checker.trial_record import TrialRecord, extract_trial
+from trainmark.rules import compliance
+from trainmark.rules.ruleset import BenchmarkRules
+
+RESULT_FILE = re.compile(r"result_(0|[1-9][0-9]{0,5})\.txt")
+TRIAL_DIR = re.compile(r"trial_(0|[1-9][0-9]{0,5})")
+TRIAL_FILES = ("model.safetensors", "structure.json", "trial.json")
+CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy", ".npz", ".h5",
+                 ".py", ".pyc", ".sh", ".so", ".exe", ".dll", ".onnx")
+
+
+@dataclass
+class TrainmarkContext:
+    """What every benchmark check shares: rules, the reference models, generated rule files."""
+    rules_for: Any                                  # (benchmark, version | None) -> BenchmarkRules | None
+    references: conformity.ReferenceStructures
+    compliance_dir: Path
+    notes: list[str] = field(default_factory=list)
+    _configs: dict = field(default_factory=dict)
+
+    def compliance_file(self, rules: BenchmarkRules, division: str) -> str:
+        key = (rules.name, rules.version, division, str(rules.path))
+        if key not in self._configs:
+            self._configs[key] = str(compliance.write_compliance_file(rules, division, self.compliance_dir))
+        return self._configs[key]
+
+
+@dataclass
+class BenchmarkResult:
+    format: str
+    path: str
+    benchmark: str
+    division: str | None
+    submitter: str | None
+    system: str | None
+    rules_version: str | None = None
+    trials: list[dict] = field(default_factory=list)
+    score: dict = field(default_factory=dict)
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, str], dict[int, str], bool]:
+    results: dict[int, str] = {}
+    trial_dirs: dict[int, str] = {}
+    has_epochs_log = False
+    for e in folder.entries:
+        rel = _join(folder.rel, e.name)
+        if e.kind == "file" and e.name == "epochs.log":
+            has_epochs_log = True
+        elif e.kind == "file" and (m := RESULT_FILE.fullmatch(e.name)):
+            if m[1] == "0":
+                findings.add("TRIAL-001", rel, "result_0.txt: trials count from 1", expected="result_1.txt ...",
+                             seen=e.name)
+            else:
+                results[int(m[1])] = e.name
+        elif e.kind == "dir" and (m := TRIAL_DIR.fullmatch(e.name)) and m[1] != "0":
+            trial_dirs[int(m[1])] = e.name
+        else:
+            _unexpected(rel, e, findings)
+    return results, trial_dirs, has_epochs_log
+
+
+def _unexpected(rel: str, e: Entry, findings: Findings) -> None:
+    if e.kind == "file" and e.name.lower().endswith(CODE_SUFFIXES):
+        findings.add("HOSTILE-005", rel, f"{rel} may carry code; it is never loaded", seen=e.name)
+    else:
+        findings.add("LAYOUT-004", rel, f"{rel} is not part of the format; ignored",
+                     expected="epochs.log, result_<k>.txt, trial_<k>/", seen=e.name)
+
+
+def _read(tree: SafeTree, rel: str, findings: Findings, missing_rule: str = "LAYOUT-003") -> bytes | None:
+    try:
+        return tree.read_bytes(rel, LOG_CAP)
+    except Missing:
+        findings.add(missing_rule, rel, f"{rel} is missing", seen="missing")
+    except UnsafeEntry as exc:
+        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+    return None
+
+
+def _first_value(events_by_trial: dict[int, list[Event]], key: str) -> Any:
+    for k in sorted(events_by_trial):
+        for e in events_by_trial[k]:
+            if e.key == key:
+                return e.value
+    return None
+
+
+def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: TrainmarkContext,
+                              findings: Findings) -> BenchmarkResult:
+    result = BenchmarkResult("trainmark", folder.rel, folder.benchmark, folder.division, folder.submitter,
+                             folder.system)
+    results, trial_dirs, has_epochs_log = _classify(folder, findings)
+    events_by_trial: dict[int, list[Event]] = {}
+    for k, name in sorted(results.items()):
+        rel = _join(folder.rel, name)
+        data = _read(tree, rel, findings)
+        if data is not None:
+            events_by_trial[k] = read_events(data, rel, findings, strict=True)
+    logged_version = _first_value(events_by_trial, "trainmark_rules_version")
+    rules = ctx.rules_for(folder.benchmark, logged_version if isinstance(logged_version, str) else None)
+    if rules is None:
+        findings.add("LAYOUT-006", folder.rel, f"no rules for benchmark {folder.benchmark!r}",
+                     expected="a benchmark of `trainmark rules list`", seen=folder.benchmark)
+        return result
+    result.rules_version = rules.version
+    division = folder.division
+    if division is None:
+        logged = _first_value(events_by_trial, "submission_division")
+        division = logged if logged in DIVISIONS else "closed"
+        ctx.notes.append(f"{folder.rel or '.'}: division taken from the logs: {division}")
+        result.division = division
+
+    records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
+    if has_epochs_log:
+        rel = _join(folder.rel, "epochs.log")
+        data = _read(tree, rel, findings)
+        if data is not None:
+            text_lines = check_epochs_log(data, rel, rules, findings)
+            check_agreement(text_lines, rel, records, findings)
+    else:
+        findings.add("LAYOUT-003", _join(folder.rel, "epochs.log"), "epochs.log is missing",
+                     expected="epochs.log", seen="missing")
+    ordered = [records[k] for k in sorted(records)]
+    trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
+    for k in sorted(trial_dirs.keys() - results.keys()):
+        if k > max(max(results, default=0), int(rules.trials)):  # inside that range TRIAL-001 says it
+            findings.add("LAYOUT-003", _join(folder.rel, f"result_{k}.txt"), f"trial_{k}/ has no result_{k}.txt",
+                         expected=f"result_{k}.txt", seen="missing")
+    trials_check.check_seeds(ordered, findings)
+    trials_check.check_targets(ordered, folder.rel, rules, findings)
+    _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
+    scoring = rules.scoring
+    result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
+                                   int(scoring["max_not_converged"])).to_dict()
+    result.trials = [trial_summary(r) for r in ordered]
+    return result
+
+
+def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list[Event]], rules: BenchmarkRules,
+                        division: str, ctx: TrainmarkContext, findings: Findings) -> dict[int, TrialRecord]:
+    config = ctx.compliance_file(rules, division)
+    key_rules = compliance.key_rules(rules, division)
+    names = {"submission_benchmark": folder.benchmark, "submission_division": folder.division,
+             "submission_org": folder.submitter, "submission_platform": folder.system}
+    records = {}
+    for k, events in sorted(events_by_trial.items()):
+        rel = _join(folder.rel, f"result_{k}.txt")
+        mllog_check.engine_findings(run_engine(events, config), events, rel, key_rules, findings)
+        mllog_check.check_time_order(events, rel, findings)
+        record = extract_trial(events, k, rel, rules)
+        mllog_check.check_trial_number(record, findings)
+        mllog_check.check_folder_names(record, names, findings)
+        mllog_check.check_summary(record, findings)
+        trials_check.check_hyperparameters(record, rules, division, findings)
+        records[k] = record
+    return records
+
+
+def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str], trial_dirs: dict[int, str],
+                  records: dict[int, TrialRecord], rules: BenchmarkRules, division: str, ctx: TrainmarkContext,
+                  findings: Findings) -> None:
+    reference, why = ctx.references.describe(rules)
+    if reference is None and why not in ctx.notes:
+        ctx.notes.append(why)
+    baseline: tuple[int, str] | None = None  # the first trial's model
+    for k in sorted(results):
+        trial_rel = _join(folder.rel, f"trial_{k}")
+        if k not in trial_dirs:
+            findings.add("LAYOUT-003", trial_rel, f"trial {k} has result_{k}.txt but no trial_{k}/ folder",
+                         expected=f"trial_{k}/model.safetensors, trial_{k}/structure.json", seen="missing")
+            continue
+        _check_trial_entries(tree, trial_rel, findings)
+        structure_rel = _join(trial_rel, "structure.json")
+        desc, text = conformity.read_structure(tree, structure_rel, findings)
+        conformity.check_weights(tree, _join(trial_rel, "model.safetensors"), desc, findings)
+        if desc is None:
+            continue
+        record = records.get(k)
+        if record is not None:
+            conformity.check_logged_model(record, desc, structure_rel, findings)
+        if reference is not None:
+            conformity.check_reference(desc, text, reference, division, structure_rel, record, findings)
+        baseline = baseline or (k, desc["fingerprint"])
+        if baseline[1] != desc["fingerprint"]:
+            findings.add("CONFORM-007", structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
+                         expected=baseline[1], seen=desc["fingerprint"])
+
+
+def _check_trial_entries(tree: SafeTree, trial_rel: str, findings: Findings) -> None:
+    try:
+        entries = tree.list_dir(trial_rel)
+    except (UnsafeEntry, Missing) as exc:
+        findings.add(getattr(exc, "rule", "HOSTILE-007"), trial_rel, getattr(exc, "message", str(exc)))
+        return
+    for e in safe_entries(trial_rel, entries, findings):
+        if e.name not in TRIAL_FILES or e.kind != "file":
+            _unexpected(_join(trial_rel, e.name), e, findings)
+
+
+def trial_summary(r: TrialRecord) -> dict[str, Any]:
+    """The recomputed figures of one trial, as the report shows them."""
+    return {
+        "trial": r.trial, "file": r.rel, "status": r.status, "converged": r.converged,
+        "seed": r.value("seed") if type(r.value("seed")) is int else None, "epochs": r.epochs,
+        "final_metric": r.final_metric, "train_time_s": r.train_time_s, "total_time_s": r.total_time_s,
+        "eval_time_s": r.eval_time_s, "init_time_s": r.init_time_s, "time_reason": r.time_reason,
+        "train_energy_j": r.train_energy_j, "total_energy_j": r.total_energy_j,
+        "energy_method": r.value("trainmark_energy_method") if isinstance(r.value("trainmark_energy_method"), str)
+        else None, "energy_reason": r.energy_reason,
+    }

@@ -1,0 +1,206 @@
+"""Is the submitted model the reference model? (closed: must be; open: report how not)
+
+The reference is rebuilt on the ``meta`` device (no memory, no data, nothing from the
+submission) and described with ``trainmark.harness.structure``; the trial's
+``structure.json`` must match it, describe itself truthfully (its fingerprint is
+recomputed), and agree with the weights' safetensors header and the MLLOG.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from typing import Any, Callable
+
+from trainmark.checker.findings import Findings
+from trainmark.checker.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.safetensors_header import HeaderError, read_tensor_table
+from trainmark.checker.trial_record import TrialRecord
+from trainmark.rules.ruleset import BenchmarkRules
+
+ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
+
+
+def registry_builder(rules: BenchmarkRules):
+    """The reference model from ``trainmark.reference.registry`` (imported only when needed)."""
+    registry = importlib.import_module("trainmark.reference.registry")
+    return registry.get(rules.reference_model["id"]).build_model()
+
+
+class ReferenceStructures:
+    """Reference structure descriptions by benchmark, built once on the meta device."""
+
+    def __init__(self, builder: ReferenceBuilder | None = None):
+        self.builder = builder or registry_builder
+        self._cache: dict[tuple[str, str], tuple[dict | None, str]] = {}
+
+    def describe(self, rules: BenchmarkRules) -> tuple[dict | None, str]:
+        """The description, or ``None`` and why there is none."""
+        key = (rules.name, rules.version)
+        if key not in self._cache:
+            self._cache[key] = self._build(rules)
+        return self._cache[key]
+
+    def _build(self, rules: BenchmarkRules) -> tuple[dict | None, str]:
+        import torch
+
+        from trainmark.harness import structure
+        try:
+            with torch.device("meta"):
+                model = self.builder(rules)
+        except ModuleNotFoundError as exc:
+            return None, f"reference models are not available ({exc}): conformity to the reference not checked"
+        except Exception as exc:  # noqa: BLE001 - a broken reference must not stop the check
+            return None, (f"reference model {rules.reference_model['id']!r} could not be built "
+                          f"({type(exc).__name__}: {exc}): conformity to the reference not checked")
+        return structure.describe(model), ""
+
+
+_ENTRY_FIELDS = {"modules": ("name", "type", "config"), "parameters": ("name", "shape", "dtype"),
+                 "buffers": ("name", "shape", "dtype")}
+
+
+def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict | None, str]:
+    """A validated ``structure.json`` and its text, or ``None`` after a finding."""
+    from trainmark.harness import structure
+    try:
+        raw = tree.read_bytes(rel, JSON_CAP)
+    except Missing:
+        findings.add("LAYOUT-003", rel, f"{rel} is missing", expected="structure.json", seen="missing")
+        return None, ""
+    except UnsafeEntry as exc:
+        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+        return None, ""
+    try:
+        text = raw.decode("utf-8")
+        desc = json.loads(text)
+    except RecursionError:
+        findings.add("CONFORM-001", rel, f"{rel}: JSON nested too deeply", expected="structure JSON")
+        return None, ""
+    except (UnicodeDecodeError, ValueError) as exc:
+        findings.add("CONFORM-001", rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
+                     expected="structure JSON", seen=raw[:80])
+        return None, ""
+    problem = _shape_problem(desc)
+    if problem:
+        findings.add("CONFORM-001", rel, f"{rel}: {problem}", expected=f"format {structure.FORMAT}", seen=problem)
+        return None, text
+    recomputed = structure.fingerprint(desc)
+    if recomputed != desc["fingerprint"]:
+        findings.add("CONFORM-001", rel, f"{rel}: the fingerprint does not match the described structure (edited?)",
+                     line=_line_of(text, "fingerprint", desc["fingerprint"]), expected=recomputed,
+                     seen=desc["fingerprint"])
+    count = sum(math.prod(p["shape"]) for p in desc["parameters"])
+    if count != desc["parameter_count"]:
+        findings.add("CONFORM-001", rel, f"{rel}: parameter_count {desc['parameter_count']} but the parameters "
+                     f"add up to {count}", line=_line_of(text, "parameter_count"), expected=count,
+                     seen=desc["parameter_count"])
+    return desc, text
+
+
+def _shape_problem(desc: Any) -> str:
+    from trainmark.harness import structure
+    if not isinstance(desc, dict):
+        return "not a JSON object"
+    if desc.get("format") != structure.FORMAT:
+        return f"format is {desc.get('format')!r}, expected {structure.FORMAT!r}"
+    for key, fields in _ENTRY_FIELDS.items():
+        entries = desc.get(key)
+        if not isinstance(entries, list):
+            return f"{key!r} is not a list"
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or set(entry) != set(fields):
+                return f"{key}[{i}] must have exactly the fields {', '.join(fields)}"
+            if not isinstance(entry["name"], str):
+                return f"{key}[{i}].name is not a string"
+            if key == "modules" and not (isinstance(entry["type"], str) and isinstance(entry["config"], str)):
+                return f"{key}[{i}] type and config must be strings"
+            if key != "modules" and not (isinstance(entry["dtype"], str) and isinstance(entry["shape"], list)
+                                         and all(type(d) is int and d >= 0 for d in entry["shape"])):
+                return f"{key}[{i}] needs a dtype string and a shape of non-negative integers"
+    if type(desc.get("parameter_count")) is not int:
+        return "parameter_count is not an integer"
+    if not isinstance(desc.get("fingerprint"), str):
+        return "fingerprint is not a string"
+    return ""
+
+
+def check_weights(tree: SafeTree, rel: str, desc: dict | None, findings: Findings, limit: int = 20) -> None:
+    """The safetensors header against the structure's parameters and buffers."""
+    try:
+        table = read_tensor_table(tree, rel)
+    except Missing:
+        findings.add("LAYOUT-003", rel, f"{rel} is missing", expected="model.safetensors", seen="missing")
+        return
+    except UnsafeEntry as exc:
+        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+        return
+    except HeaderError as exc:
+        findings.add(exc.rule, rel, exc.message, expected="a safetensors file", seen=exc.seen)
+        return
+    if desc is None:
+        return
+    expected = {e["name"]: {"dtype": e["dtype"], "shape": e["shape"]} for e in desc["parameters"] + desc["buffers"]}
+    problems = []
+    for name in sorted(expected.keys() - table.keys()):
+        problems.append((f"tensor {name!r} of structure.json is not in the weights", expected[name], "missing"))
+    for name in sorted(table.keys() - expected.keys()):
+        problems.append((f"tensor {name!r} in the weights is not in structure.json", "absent", table[name]))
+    for name in sorted(expected.keys() & table.keys()):
+        if expected[name] != table[name]:
+            problems.append((f"tensor {name!r}: structure.json says {_tensor(expected[name])}, the weights hold "
+                             f"{_tensor(table[name])}", _tensor(expected[name]), _tensor(table[name])))
+    for message, want, got in problems[:limit]:
+        findings.add("CONFORM-005", rel, f"{rel}: {message}", expected=want, seen=got)
+    if len(problems) > limit:
+        findings.add("CONFORM-005", rel, f"{rel}: and {len(problems) - limit} more tensor differences",
+                     expected="tensors as in structure.json", seen=f"{len(problems)} differences")
+
+
+def _tensor(entry: dict) -> str:
+    return f"{entry['dtype']}{list(entry['shape'])}"
+
+
+def check_reference(desc: dict, text: str, reference: dict, division: str, rel: str, record: TrialRecord | None,
+                    findings: Findings) -> None:
+    """Closed: the structure must be the reference's. Open: report how it differs."""
+    from trainmark.harness import structure
+    if structure.fingerprint(desc) == reference["fingerprint"]:
+        return
+    differences = structure.diff(reference, desc)
+    if division == "closed":
+        findings.add("CONFORM-002", rel, f"{rel}: the model is not the reference model: " + "; ".join(differences),
+                     line=_first_difference_line(text, reference, desc), expected=reference["fingerprint"],
+                     seen=desc["fingerprint"])
+        return
+    flops = record.value("trainmark_flops_per_step") if record is not None else None
+    findings.add("CONFORM-003", rel, f"{rel}: {desc['parameter_count']} parameters (reference "
+                 f"{reference['parameter_count']}); FLOPs per step {flops if flops is not None else 'not logged'} "
+                 f"(reference: not known to the checker); {len(differences)} structural differences: "
+                 + "; ".join(differences[:5]), expected=f"{reference['parameter_count']} parameters",
+                 seen=f"{desc['parameter_count']} parameters")
+
+
+def _first_difference_line(text: str, reference: dict, desc: dict) -> int | None:
+    for key in ("modules", "parameters", "buffers"):
+        ref = {e["name"]: e for e in reference[key]}
+        for entry in desc[key]:
+            if ref.get(entry["name"]) != entry:
+                return _line_of(text, "name", entry["name"])
+    return None
+
+
+def _line_of(text: str, field: str, value: Any = None) -> int | None:
+    pattern = re.escape(json.dumps(field)) + r"\s*:\s*" + (re.escape(json.dumps(value)) if value is not None else "")
+    m = re.search(pattern, text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def check_logged_model(record: TrialRecord, desc: dict, structure_rel: str, findings: Findings) -> None:
+    """The MLLOG's fingerprint and parameter count against ``structure.json``."""
+    for key, want in (("trainmark_model_fingerprint", desc["fingerprint"]),
+                      ("trainmark_parameter_count", desc["parameter_count"])):
+        if key in record.points and record.value(key) != want:
+            findings.add("CONFORM-006", record.rel, f"{key} is {record.value(key)!r}, {structure_rel} says {want!r}",
+                         line=record.line_of(key), expected=want, seen=record.value(key))

@@ -1,0 +1,132 @@
+"""Run mlperf-logging's compliance engine on validated events and structure its messages.
+
+The engine (``mlp_compliance``) is reused as it is, with three precautions learnt from
+its source: a fresh checker per file (an instance keeps the previous file's messages),
+the module-global ``enqueued_configs`` queue emptied before and after each run, and
+only pre-validated lines fed to it (see ``mllog_read``). It keeps one message per key;
+the checker wants every failing line, so the messages are recorded as they are put.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+
+from mlperf_logging.compliance_checker import mlp_compliance
+
+from trainmark.checker.mllog_read import Event
+
+TRAINMARK_PARSER_RULESET = "6.1.0"  # only picks mlperf-logging's line parser
+
+_TAG = re.compile(r"#\s*([A-Z]+-\d{3})\b")
+_CHECK_FAILED = re.compile(r"CHECK for '(?P<key>.*?)' failed in line (?P<line>\d+):\n.*?\nfailed test: (?P<test>.*?)\n"
+                           r"current context", re.S)
+_CHECK_CRASHED = re.compile(r"Failed executing CHECK code:\n(?P<test>.*?)\ntriggered by line:\n(?P<text>.*?)\n"
+                            r"current context", re.S)
+_CODE_CRASHED = re.compile(r"Failed executing code (?P<what>\w+) code triggered by line :\n(?P<text>.*)", re.S)
+_REQUIRED = re.compile(r"Required (?P<req>[A-Z_()0-9]+) occurrence of '(?P<key>.*?)' but found (?P<n>\d+)")
+_REQUIRED_ALTERNATIVES = re.compile(r"Required AT_LEAST_ONE occurrence of (?P<keys>.*)")
+_AT_LEAST_ONE_CHECK = re.compile(r"Failed checks for (?P<key>.*?) : (?P<test>.*)", re.S)
+_END_FAILED = re.compile(r"failed test: (?P<test>.*?)\ncurrent context", re.S)
+
+
+@dataclass(frozen=True)
+class EngineMessage:
+    rule: str | None      # the tag of the failed test (e.g. "TARGET-001"), else None
+    kind: str             # "check", "required", "other"
+    key: str | None
+    line: int | None      # 1-based file line
+    test: str             # the failed test, its tag removed
+    text: str             # the engine's message, first line
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    messages: list[EngineMessage]
+    crashed: str | None   # the exception that stopped the engine, if any
+
+    @property
+    def valid(self) -> bool:
+        return not self.messages and self.crashed is None
+
+
+def _parser(ruleset: str):
+    return importlib.import_module(
+        f"mlperf_logging.compliance_checker.mlp_parser.ruleset_{ruleset.replace('.', '')}")
+
+
+def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER_RULESET) -> EngineResult:
+    """Check ``events`` against the rule file ``config`` (absolute, or relative to the engine's folder)."""
+    loglines, errors = _parser(ruleset).parse_generator([e.text for e in events])
+    if errors:  # cannot happen for validated events; never let it pass silently
+        return EngineResult([], f"mlperf-logging could not parse {len(errors)} validated line(s)")
+    for ll in loglines:  # the engine's own numbers index its filtered list
+        ll.lineno = events[ll.lineno].line
+    checker = mlp_compliance.make_checker(usage="training", ruleset=ruleset, quiet=True, werror=True)
+    recorded: list[tuple[str, str | None]] = []
+    _record_messages(checker, recorded)
+    del mlp_compliance.enqueued_configs[:]
+    crashed = None
+    try:
+        checker.check_loglines(loglines, config)
+    except Exception as exc:  # noqa: BLE001 - unguarded evals and asserts inside the engine
+        crashed = f"{type(exc).__name__}: {exc}"
+    finally:
+        del mlp_compliance.enqueued_configs[:]
+    line_of_text = {}
+    for e in events:
+        line_of_text.setdefault(e.text.strip(), e.line)
+    lines_of_key: dict[str, list[int]] = {}
+    for e in events:
+        lines_of_key.setdefault(e.key, []).append(e.line)
+    messages = [_structure(msg, key, line_of_text, lines_of_key) for msg, key in recorded]
+    return EngineResult(messages, crashed)
+
+
+def _record_messages(checker, recorded: list) -> None:
+    """Keep every message, minus those a later rule file overrides (as the engine does)."""
+    put_message, overwrite = checker.put_message, checker.overwrite_messages
+
+    def put(msg, key=None):
+        recorded.append((msg, key))
+        put_message(msg, key)
+
+    def overwrite_messages(keys):
+        keys = set(keys)
+        recorded[:] = [(m, k) for m, k in recorded if k is None or k not in keys]
+        overwrite(keys)
+
+    checker.put_message = put
+    checker.overwrite_messages = overwrite_messages
+
+
+def _split_tag(test: str) -> tuple[str | None, str]:
+    m = _TAG.search(test)
+    if m is None:
+        return None, test.strip()
+    return m.group(1), test[: m.start()].strip()
+
+
+def _structure(msg: str, key: str | None, line_of_text: dict, lines_of_key: dict) -> EngineMessage:
+    first = msg.split("\n", 1)[0]
+    if m := _CHECK_FAILED.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", m["key"], int(m["line"]), test, first)
+    if m := _CHECK_CRASHED.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", key, line_of_text.get(m["text"].strip()), test, first)
+    if m := _CODE_CRASHED.match(msg):
+        return EngineMessage(None, "check", key, line_of_text.get(m["text"].strip()), f"{m['what']} code", first)
+    if m := _REQUIRED.match(msg):
+        lines = lines_of_key.get(m["key"], [])
+        line = lines[1] if len(lines) > 1 else None
+        return EngineMessage(None, "required", m["key"], line, f"{m['req']} occurrence", msg.strip())
+    if m := _REQUIRED_ALTERNATIVES.match(msg):
+        return EngineMessage(None, "required", None, None, "AT_LEAST_ONE occurrence", msg.strip())
+    if m := _AT_LEAST_ONE_CHECK.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", m["key"], None, test, first)
+    if m := _END_FAILED.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", None, None, test, first)
+    return EngineMessage(None, "other", key, None, "", msg.strip()[:400])

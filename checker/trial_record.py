@@ -1,0 +1,155 @@
+"""One trial's figures, recomputed from its MLLOG events (never from a summary file).
+
+train time = (run_stop - run_start) - sum of (eval_stop - eval_start), from ``time_ms``;
+train energy = sum of the epochs' ``trainmark_train_energy_j``. A figure that cannot be
+computed is ``None`` with the reason, never 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainmark.checker.mllog_read import Event
+from trainmark.rules.ruleset import BenchmarkRules
+
+
+@dataclass
+class Logged:
+    value: Any
+    line: int
+
+
+@dataclass
+class EvalRecord:
+    epoch: Any
+    accuracy: Any
+    accuracy_line: int
+    stop_ms: float | None = None
+    stop_line: int | None = None
+
+
+@dataclass
+class TrialRecord:
+    trial: int                      # k of result_<k>.txt
+    rel: str                        # the result file, relative to the checked folder
+    first_line: int = 1
+    points: dict[str, Logged] = field(default_factory=dict)   # first occurrence of each key
+    evals: list[EvalRecord] = field(default_factory=list)
+    run_start_ms: float | None = None
+    run_stop: Event | None = None
+    init_time_s: float | None = None
+    train_time_s: float | None = None
+    total_time_s: float | None = None
+    eval_time_s: float | None = None
+    time_reason: str = ""
+    train_energy_j: float | None = None
+    total_energy_j: float | None = None
+    energy_reason: str = ""
+    final_metric: float | None = None
+    converged: bool = False
+
+    def value(self, key: str, default: Any = None) -> Any:
+        logged = self.points.get(key)
+        return default if logged is None else logged.value
+
+    def line_of(self, key: str) -> int | None:
+        logged = self.points.get(key)
+        return None if logged is None else logged.line
+
+    @property
+    def status(self) -> str | None:
+        status = self.run_stop.metadata.get("status") if self.run_stop else None
+        return status if isinstance(status, str) else None
+
+    @property
+    def epochs(self) -> int:
+        return len(self.evals)
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRules | None) -> TrialRecord:
+    record = TrialRecord(trial, rel, first_line=events[0].line if events else 1)
+    init_start = init_stop = None
+    eval_open: float | None = None
+    eval_ms = 0.0
+    unmatched = 0
+    train_energy: float | None = 0.0
+    eval_energy: float | None = 0.0
+    energy_reason = ""
+    for e in events:
+        record.points.setdefault(e.key, Logged(e.value, e.line))
+        if e.key == "init_start" and init_start is None:
+            init_start = e.time_ms
+        elif e.key == "init_stop" and init_stop is None:
+            init_stop = e.time_ms
+        elif e.key == "run_start" and record.run_start_ms is None:
+            record.run_start_ms = e.time_ms
+        elif e.key == "run_stop" and record.run_stop is None:
+            record.run_stop = e
+        elif e.key == "epoch_stop":
+            energy = e.metadata.get("trainmark_train_energy_j")
+            if _number(energy) is None and train_energy is not None:
+                train_energy = None
+                energy_reason = (f"epoch {e.metadata.get('epoch_num')}'s trainmark_train_energy_j is {energy!r} "
+                                 f"(energy method {record.value('trainmark_energy_method')!r}, line {e.line})")
+            elif train_energy is not None:
+                train_energy += float(energy)
+        elif e.key == "eval_start":
+            unmatched += eval_open is not None
+            eval_open = e.time_ms
+        elif e.key == "eval_accuracy":
+            record.evals.append(EvalRecord(e.metadata.get("epoch_num"), e.value, e.line))
+        elif e.key == "eval_stop":
+            if eval_open is None:
+                unmatched += 1
+            else:
+                eval_ms += e.time_ms - eval_open
+                eval_open = None
+            energy = e.metadata.get("trainmark_eval_energy_j")
+            eval_energy = None if eval_energy is None or _number(energy) is None else eval_energy + float(energy)
+            for ev in record.evals:
+                if ev.epoch == e.metadata.get("epoch_num") and ev.stop_ms is None:
+                    ev.stop_ms, ev.stop_line = e.time_ms, e.line
+    unmatched += eval_open is not None
+    if init_start is not None and init_stop is not None:
+        record.init_time_s = (init_stop - init_start) / 1000
+    _times(record, eval_ms, unmatched)
+    _energies(record, train_energy, eval_energy, energy_reason)
+    if record.evals:
+        record.final_metric = _number(record.evals[-1].accuracy)
+    record.converged = bool(rules is not None and record.final_metric is not None
+                            and rules.reached(record.final_metric))
+    return record
+
+
+def _times(record: TrialRecord, eval_ms: float, unmatched: int) -> None:
+    if record.run_start_ms is None or record.run_stop is None:
+        record.time_reason = "no run_start" if record.run_start_ms is None else "no run_stop"
+        return
+    if unmatched:
+        record.time_reason = f"{unmatched} eval_start/eval_stop event(s) without their pair"
+        return
+    total_ms = record.run_stop.time_ms - record.run_start_ms
+    record.total_time_s = total_ms / 1000
+    record.eval_time_s = eval_ms / 1000
+    record.train_time_s = (total_ms - eval_ms) / 1000
+
+
+def _energies(record: TrialRecord, train: float | None, evals: float | None, reason: str) -> None:
+    if not record.evals:
+        record.energy_reason = "no epoch was logged"
+        return
+    if train is None:
+        record.energy_reason = reason
+        return
+    record.train_energy_j = train
+    if evals is None:
+        record.energy_reason = "an eval_stop's trainmark_eval_energy_j is null: total energy not known"
+    else:
+        record.total_energy_j = train + evals

@@ -1,0 +1,69 @@
+"""torch.distributed under torchrun: gloo on CPU, NCCL on GPU; one process is a world of one.
+
+Every collective here is a no-op in a world of one, so the trial loop reads the same
+whichever way it is launched.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class Dist:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def sum(self, values: list[float], device: torch.device) -> list[float]:
+        """Element-wise sum over ranks (evaluation counts, samples)."""
+        if self.world == 1:
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        return t.tolist()
+
+    def any(self, flag: bool, device: torch.device) -> bool:
+        """True on every rank if it is true on any (divergence must stop all ranks together)."""
+        if self.world == 1:
+            return flag
+        t = torch.tensor([1.0 if flag else 0.0], device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def broadcast_int(self, value: int) -> int:
+        if self.world == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return int(box[0])
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
+
+
+def init(device: str) -> Dist:
+    """Join the process group that torchrun describes in the environment, if any."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return Dist()
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if not dist.is_initialized():
+        backend = "nccl" if device.startswith("cuda") else "gloo"
+        if backend == "nccl":
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group(backend=backend)
+    return Dist(rank=rank, world=world, local_rank=local_rank)
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

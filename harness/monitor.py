@@ -1,0 +1,65 @@
+"""Measurement windows over one clock and one energy meter (after Zeus's begin/end_window).
+
+A trial opens ``run``, ``epoch`` and ``eval`` windows; the time and energy excluding
+evaluation is the run window minus the eval windows, so nothing between epochs (logging,
+checkpoints) is hidden. Window boundaries call ``sync`` (``torch.cuda.synchronize``) so the
+clock measures finished work, and the same instants are written to the MLLOG as ``time_ms``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Window:
+    name: str
+    start_s: float      # monotonic clock
+    end_s: float
+    start_j: float | None
+    end_j: float | None
+
+    @property
+    def seconds(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def joules(self) -> float | None:
+        if self.start_j is None or self.end_j is None:
+            return None
+        return self.end_j - self.start_j
+
+
+class Monitor:
+    """Opens and closes named windows; ``wall_ms`` maps a clock reading to MLLOG time."""
+
+    def __init__(self, meter, clock: Callable[[], float] = time.perf_counter,
+                 sync: Callable[[], None] | None = None, wall: Callable[[], float] = time.time):
+        self.meter, self.clock, self.sync = meter, clock, sync or (lambda: None)
+        self._open: dict[str, tuple[float, float | None]] = {}
+        # One anchor: MLLOG times are wall-clock-shaped but differences are monotonic.
+        self._anchor_clock, self._anchor_wall = clock(), wall()
+
+    def wall_s(self, clock_s: float) -> float:
+        return self._anchor_wall + (clock_s - self._anchor_clock)
+
+    def wall_ms(self, clock_s: float) -> int:
+        return int(round(self.wall_s(clock_s) * 1000))
+
+    def _now(self) -> tuple[float, float | None]:
+        self.sync()
+        return self.clock(), self.meter.joules()
+
+    def begin_window(self, name: str) -> float:
+        if name in self._open:
+            raise RuntimeError(f"window {name!r} is already open")
+        self._open[name] = self._now()
+        return self._open[name][0]
+
+    def end_window(self, name: str) -> Window:
+        if name not in self._open:
+            raise RuntimeError(f"window {name!r} was never opened")
+        start_s, start_j = self._open.pop(name)
+        end_s, end_j = self._now()
+        return Window(name, start_s, end_s, start_j, end_j)

@@ -1,0 +1,301 @@
+"""``trainmark run``: N trials of one benchmark into a result folder a stranger can check.
+
+Layout (docs/result-format.md): ``<out>/<division>/<submitter>/systems/<system>.json`` and
+``results/<system>/<benchmark>/{epochs.log, result_<k>.txt, trial_<k>/}``. A finished trial
+is one whose ``trial.json`` exists (written last, atomically); ``--resume`` archives an
+unfinished or interrupted trial under ``interrupted/`` and carries on after the last finished one.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import secrets
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from safetensors.torch import save_file
+
+from trainmark import RESULT_FORMAT_VERSION
+from trainmark.errors import UserError
+from trainmark.harness import distributed, energy, epochlog, system
+from trainmark.harness.files import append_line, write_atomic, write_json_atomic, write_text_atomic
+from trainmark.harness.mllogger import TrialLog
+from trainmark.harness.monitor import Monitor
+from trainmark.harness.progress import TrialProgress
+from trainmark.harness.structure import describe
+from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
+from trainmark.reference import registry
+from trainmark.rules import LATEST_VERSION, get_rules
+from trainmark.rules.datasets import resolve_data_dir, verify_dataset
+
+NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+
+
+@dataclass
+class RunOptions:
+    benchmark: str
+    out: Path = Path("submission")
+    trials: int | None = None
+    division: str = "closed"
+    submitter: str = "anonymous"
+    system_file: Path | None = None
+    system_name: str | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+    batch_size: int | None = None
+    seed: int | None = None
+    data_dir: Path | None = None
+    hparams: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    resume: bool = False
+    quiet: bool = False
+    rules_version: str = LATEST_VERSION
+    rules_dir: Path | None = None
+    energy_estimate_watts: float | None = None
+
+
+@dataclass
+class RunSummary:
+    bench_dir: Path
+    results: list[TrialResult]
+    allowed_not_converged: int
+
+    @property
+    def ok(self) -> bool:
+        failed = sum(r.status != "converged" for r in self.results)
+        return failed <= self.allowed_not_converged
+
+
+def check_device(device: str) -> torch.device:
+    if device == "cpu":
+        return torch.device("cpu")
+    m = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if not m:
+        raise UserError(f"--device {device!r}: use cpu, cuda or cuda:INDEX")
+    if not torch.cuda.is_available():
+        raise UserError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
+    index = int(m.group(1) or 0)
+    if index >= torch.cuda.device_count():
+        raise UserError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) here")
+    return torch.device("cuda", index)
+
+
+def load_custom_model(spec: str) -> Callable[[], torch.nn.Module]:
+    """``MODULE:CALLABLE`` for the open division; the user's own code, run on the user's machine."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"--model {spec!r}: expected MODULE:CALLABLE, e.g. mymodels.small:build")
+    sys.path.insert(0, os.getcwd())
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UserError(f"--model {spec}: cannot load: {exc}") from None
+    if not callable(fn):
+        raise UserError(f"--model {spec}: {attr} is not callable")
+    return fn
+
+
+def resolve_hparams(rules, opts: RunOptions) -> dict[str, Any]:
+    hp = rules.defaults()
+    hp.update(opts.hparams)
+    if opts.batch_size is not None:
+        hp["global_batch_size"] = opts.batch_size
+    problems = rules.violations(hp, opts.division)
+    if problems:
+        raise UserError(f"hyperparameters not allowed by rules {rules.version} ({rules.path.name}): "
+                        + "; ".join(problems))
+    if not isinstance(hp["global_batch_size"], int) or hp["global_batch_size"] < 1:
+        raise UserError(f"global batch size must be a positive integer, got {hp['global_batch_size']!r}")
+    return hp
+
+
+def has_results(bench_dir: Path) -> bool:
+    return bench_dir.is_dir() and any(
+        p.name == "epochs.log" or p.name.startswith(("result_", "trial_")) for p in bench_dir.iterdir())
+
+
+def read_trial_json(bench_dir: Path, k: int) -> dict[str, Any] | None:
+    path = bench_dir / f"trial_{k}" / "trial.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def finished_trials(bench_dir: Path) -> list[int]:
+    """Trials 1..m in a row whose trial.json exists and which were not interrupted."""
+    done = []
+    k = 1
+    while (t := read_trial_json(bench_dir, k)) is not None and t.get("status") != "aborted":
+        done.append(k)
+        k += 1
+    return done
+
+
+def archive_attempt(bench_dir: Path, k: int) -> Path | None:
+    """Move an unfinished trial's files (and its epochs.log lines) to ``interrupted/``; keep them."""
+    parts = [bench_dir / f"result_{k}.txt", bench_dir / f"trial_{k}"]
+    log = bench_dir / "epochs.log"
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    mine = [ln for ln in lines if _trial_of(ln) == k]
+    if not mine and not any(p.exists() for p in parts):
+        return None
+    dest = bench_dir / "interrupted" / f"trial_{k}-{time.strftime('%Y%m%dT%H%M%S')}"
+    dest.mkdir(parents=True)
+    for p in parts:
+        if p.exists():
+            shutil.move(str(p), dest / p.name)
+    if mine:
+        write_text_atomic(dest / "epochs.log", "\n".join(mine) + "\n")
+        rest = [ln for ln in lines if _trial_of(ln) != k]
+        write_text_atomic(log, "".join(ln + "\n" for ln in rest))
+    return dest
+
+
+def leftover_trials(bench_dir: Path, start_at: int) -> list[int]:
+    """Trial numbers >= ``start_at`` that left files behind (to be archived, not overwritten)."""
+    pattern = re.compile(r"(?:result_(\d+)\.txt|trial_(\d+))")
+    found = {int(m.group(1) or m.group(2)) for p in bench_dir.iterdir() if (m := pattern.fullmatch(p.name))}
+    lines = (bench_dir / "epochs.log").read_text(encoding="utf-8").splitlines() \
+        if (bench_dir / "epochs.log").exists() else []
+    found |= {t for ln in lines if (t := _trial_of(ln)) is not None}
+    return sorted(k for k in found if k >= start_at)
+
+
+def _trial_of(line: str) -> int | None:
+    try:
+        return epochlog.parse_line(line).trial
+    except ValueError:
+        return None
+
+
+def save_trial_files(bench_dir: Path, k: int, model, result: TrialResult, meta: dict[str, Any]) -> None:
+    trial_dir = bench_dir / f"trial_{k}"
+    trial_dir.mkdir(exist_ok=True)
+    if model is not None:
+        tensors = {n: t.detach().cpu().clone().contiguous() for n, t in model.state_dict().items()}
+        write_atomic(trial_dir / "model.safetensors", lambda p: save_file(tensors, str(p)))
+        write_json_atomic(trial_dir / "structure.json", describe(model))
+    write_json_atomic(trial_dir / "trial.json", {**meta, **asdict(result)})  # last: marks the trial finished
+
+
+def open_meter_for(device: torch.device, dist: distributed.Dist, estimate_watts: float | None):
+    """Rank 0 meters its whole node (all local GPUs, or the CPU packages); other ranks none."""
+    if not dist.is_main:
+        return energy.NullMeter("measured by rank 0")
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", dist.world))
+    if local_world < dist.world:
+        return energy.NullMeter(f"{dist.world // local_world} nodes: energy of other nodes is not aggregated")
+    if device.type == "cuda":
+        first = device.index or 0
+        return energy.open_meter(str(device), estimate_watts, cuda_indices=list(range(first, first + local_world)))
+    return energy.open_meter("cpu", estimate_watts)
+
+
+def run_benchmark(opts: RunOptions) -> RunSummary:
+    rules = get_rules(opts.benchmark, opts.rules_version, opts.rules_dir)
+    if opts.division not in ("closed", "open"):
+        raise UserError(f"--division {opts.division!r}: use closed or open")
+    if opts.precision not in rules.precisions:
+        raise UserError(f"--precision {opts.precision}: {rules.name} allows {', '.join(rules.precisions)}")
+    for label, value in (("--submitter", opts.submitter), ("--system-name", opts.system_name)):
+        if value is not None and not NAME.match(value):
+            raise UserError(f"{label} {value!r}: use letters, digits, '.', '_' and '-' only")
+    if opts.model and opts.division == "closed":
+        raise UserError("--model trains your own model: that is the open division (add --division open)")
+    device = check_device(opts.device)
+    hp = resolve_hparams(rules, opts)
+    ref = registry.get(rules.reference_model["id"])
+    build_model = load_custom_model(opts.model) if opts.model else ref.build_model
+    trials = opts.trials or rules.trials
+    if trials < 1:
+        raise UserError("--trials must be at least 1")
+
+    dist = distributed.init(str(device))
+    if device.type == "cuda" and dist.world > 1:
+        device = torch.device("cuda", dist.local_rank)
+    if hp["global_batch_size"] % dist.world:
+        raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks")
+    sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file)
+    root = Path(opts.out) / opts.division / opts.submitter
+    bench_dir = root / "results" / sysdesc["system_name"] / rules.name
+
+    data_dir = resolve_data_dir(rules, opts.data_dir)
+    if opts.division == "closed":
+        problems = verify_dataset(rules, data_dir)
+        if problems:
+            raise UserError(f"dataset in {data_dir} does not match rules {rules.version} "
+                            f"(closed division needs the exact data): {'; '.join(problems)}")
+
+    start_at, base_seed = 1, opts.seed
+    if dist.is_main:
+        try:
+            (root / "systems").mkdir(parents=True, exist_ok=True)
+            bench_dir.mkdir(parents=True, exist_ok=True)
+            probe = bench_dir / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            raise UserError(f"--out {opts.out}: cannot write results there: {exc.strerror} ({exc.filename})") from None
+        if has_results(bench_dir):
+            if not opts.resume:
+                raise UserError(f"{bench_dir} already holds results: use --resume to continue after the last "
+                                "finished trial, or choose another --out")
+            done = finished_trials(bench_dir)
+            start_at = len(done) + 1
+            for k in leftover_trials(bench_dir, start_at):
+                archive_attempt(bench_dir, k)
+            if done and base_seed is None:
+                first = read_trial_json(bench_dir, 1)
+                base_seed = int(first["seed"]) - 1 if first and "seed" in first else None
+        write_json_atomic(root / "systems" / f"{sysdesc['system_name']}.json", sysdesc)
+    if base_seed is None:
+        base_seed = secrets.randbelow(2 ** 31 - 100_000)
+    base_seed = dist.broadcast_int(base_seed)
+    start_at = dist.broadcast_int(start_at)
+
+    data = ref.load_data(data_dir)
+    meter = open_meter_for(device, dist, opts.energy_estimate_watts)
+    sync = torch.cuda.synchronize if device.type == "cuda" else None
+    progress = TrialProgress(enabled=dist.is_main and not opts.quiet)
+    results: list[TrialResult] = []
+    meta_common = {"format_version": RESULT_FORMAT_VERSION, "benchmark": rules.name,
+                   "rules_version": rules.version, "division": opts.division, "submitter": opts.submitter,
+                   "system_name": sysdesc["system_name"], "device": str(device), "precision": opts.precision,
+                   "hparams": hp, "model": opts.model or rules.reference_model["id"], "world_size": dist.world}
+    meter.start()
+    try:
+        for k in range(start_at, trials + 1):
+            cfg = TrialConfig(
+                benchmark=rules.name, trial=k, seed=base_seed + k - 1, division=opts.division,
+                submitter=opts.submitter, system_name=sysdesc["system_name"], rules_version=rules.version,
+                device=device, precision=opts.precision, hparams=hp, max_epochs=rules.max_epochs,
+                eval_every=rules.evaluation["every_epochs"], target_reached=rules.reached,
+                metric_name=rules.metric["name"])
+            log = TrialLog(bench_dir / f"result_{k}.txt" if dist.is_main else None)
+            monitor = Monitor(meter, sync=sync)
+            meta = {**meta_common, "trial": k, "seed": cfg.seed}
+            try:
+                result, model = run_trial(ref, data, cfg, monitor, log,
+                                          lambda line: append_line(bench_dir / "epochs.log", line),
+                                          progress, dist, build_model)
+            except TrialInterrupted as stop:
+                if dist.is_main:
+                    save_trial_files(bench_dir, k, stop.model, stop.result, meta)
+                raise
+            finally:
+                log.close()
+            results.append(result)
+            if dist.is_main:
+                save_trial_files(bench_dir, k, model, result, meta)
+    finally:
+        progress.close()
+        meter.stop()
+    return RunSummary(bench_dir, results, rules.scoring["max_not_converged"])

@@ -1,0 +1,158 @@
+"""Load, validate and query the versioned rule files under ``rules/<version>/``.
+
+The harness, the checker and ``docs/rules.md`` read the numbers from here and only here.
+A directory may be injected (``rules_dir``) so tests can judge with a modified copy.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from trainmark.errors import UserError
+
+RULES_ROOT = Path(__file__).resolve().parent
+SCHEMA_PATH = RULES_ROOT / "schema" / "rules.schema.json"
+LATEST_VERSION = "1.0"
+
+
+class RulesError(UserError):
+    """A rule file is missing, unreadable or breaks the schema."""
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def known_versions(rules_root: Path = RULES_ROOT) -> list[str]:
+    return sorted(p.name for p in rules_root.iterdir() if p.is_dir() and p.name[0].isdigit())
+
+
+@dataclass(frozen=True)
+class BenchmarkRules:
+    """One benchmark's rules; ``data`` is the validated file, ``path`` where it came from."""
+
+    data: dict[str, Any]
+    path: Path
+
+    def __getattr__(self, name: str) -> Any:  # rules.trials, rules.metric, ...
+        try:
+            return self.data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def name(self) -> str:
+        return self.data["benchmark"]
+
+    @property
+    def version(self) -> str:
+        return self.data["rules_version"]
+
+    @property
+    def target(self) -> float:
+        return float(self.data["metric"]["target"])
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.data["metric"]["direction"] == "higher"
+
+    def reached(self, value: float) -> bool:
+        """Whether a metric value meets the quality target (NaN never does)."""
+        if not math.isfinite(value):
+            return False
+        return value >= self.target if self.higher_is_better else value <= self.target
+
+    def defaults(self) -> dict[str, Any]:
+        """The reference hyperparameters."""
+        return {k: v["default"] for k, v in self.data["hyperparameters"].items()}
+
+    def violations(self, hparams: dict[str, Any], division: str) -> list[str]:
+        """Why ``hparams`` are not allowed in ``division`` (empty: allowed).
+
+        Open division: anything goes. Closed: unknown names are refused, ``fixed`` ones
+        must equal the default, ranges and choice lists are enforced.
+        """
+        if division == "open":
+            return []
+        out = []
+        specs = self.data["hyperparameters"]
+        for key, value in sorted(hparams.items()):
+            spec = specs.get(key)
+            if spec is None:
+                out.append(f"{key}: not a hyperparameter of {self.name} (allowed: {', '.join(sorted(specs))})")
+                continue
+            rule = spec["closed"]
+            if rule == "free":
+                continue
+            if rule == "fixed":
+                if not _same(value, spec["default"]):
+                    out.append(f"{key}={value!r}: fixed at {spec['default']!r} in the closed division")
+            elif "choices" in rule:
+                if value not in rule["choices"]:
+                    out.append(f"{key}={value!r}: must be one of {rule['choices']} in the closed division")
+            elif not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                      and rule["min"] <= value <= rule["max"]):
+                out.append(f"{key}={value!r}: must lie in [{rule['min']}, {rule['max']}] in the closed division")
+        return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    return a == b
+
+
+def validate(data: Any, path: Path) -> None:
+    """Raise ``RulesError`` naming the file and the field that breaks the schema."""
+    try:
+        jsonschema.validate(data, schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "<top level>"
+        raise RulesError(f"{path}: field '{where}': {exc.message}") from None
+    if data["benchmark"] != path.stem:
+        raise RulesError(f"{path}: field 'benchmark': {data['benchmark']!r} must match the file name {path.stem!r}")
+    if data["rules_version"] != path.parent.name:
+        raise RulesError(f"{path}: field 'rules_version': {data['rules_version']!r} "
+                         f"must match the folder {path.parent.name!r}")
+    lo, hi = data["metric"]["range"]
+    target = data["metric"]["target"]
+    if (lo is not None and target < lo) or (hi is not None and target > hi):
+        raise RulesError(f"{path}: field 'metric/target': {target} outside the metric's range {[lo, hi]}")
+
+
+def load_file(path: Path) -> BenchmarkRules:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RulesError(f"{path}: cannot read rule file: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark else ""
+        raise RulesError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    validate(data, path)
+    return BenchmarkRules(data, path)
+
+
+def load_ruleset(version: str = LATEST_VERSION, rules_root: Path | None = None) -> dict[str, BenchmarkRules]:
+    """All benchmarks of one rules version, by name."""
+    root = Path(rules_root) if rules_root else RULES_ROOT
+    folder = root / version
+    if not folder.is_dir():
+        raise RulesError(f"unknown rules version {version!r} (known: {', '.join(known_versions(root)) or 'none'})")
+    return {p.stem: load_file(p) for p in sorted(folder.glob("*.yaml"))}
+
+
+def get_rules(benchmark: str, version: str = LATEST_VERSION, rules_root: Path | None = None) -> BenchmarkRules:
+    ruleset = load_ruleset(version, rules_root)
+    if benchmark not in ruleset:
+        raise RulesError(f"no rules for benchmark {benchmark!r} in rules version {version} "
+                         f"(known: {', '.join(ruleset) or 'none'}); `trainmark rules list` shows them")
+    return ruleset[benchmark]

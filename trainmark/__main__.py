@@ -1,0 +1,6 @@
+"""``python -m trainmark`` is the ``trainmark`` command."""
+import sys
+
+from trainmark.cli import main
+
+sys.exit(main())

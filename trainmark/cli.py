@@ -1,0 +1,49 @@
+"""The ``trainmark`` command: each subcommand lives in the module that does its job.
+
+A command module exposes ``register(subparsers)``, which adds its parser and sets
+``func`` to a callable taking the parsed arguments and returning an exit status.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from trainmark import __version__
+from trainmark.errors import UserError
+
+# Adding a command means adding its module here.
+COMMAND_MODULES = [
+    "trainmark.harness.run_cli",      # run, list, calibrate
+    "trainmark.rules.cli",            # rules list|show|docs, data verify
+    "trainmark.checker.cli",          # check
+    "trainmark.harness.ops_cli",      # ops, sweep
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainmark", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"trainmark {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a real missing dependency, not a command still to come
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"trainmark {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"trainmark {args.command}: interrupted", file=sys.stderr)
+        return 130
