@@ -228,7 +228,8 @@ def trial_summary(r: TrialRecord) -> dict[str, Any]:
     """The recomputed figures of one trial, as the report shows them."""
     return {
         "trial": r.trial, "file": r.rel, "status": r.status, "converged": r.converged,
-        "seed": r.value("seed") if type(r.value("seed")) is int else None, "epochs": r.epochs,
+        "seed": r.value("seed") if type(r.value("seed")) is int else None, "epochs": r.epochs_trained,
+        "evaluations": r.epochs,
         "final_metric": r.final_metric, "train_time_s": r.train_time_s, "total_time_s": r.total_time_s,
         "eval_time_s": r.eval_time_s, "init_time_s": r.init_time_s, "time_reason": r.time_reason,
         "train_energy_j": r.train_energy_j, "total_energy_j": r.total_energy_j,

@@ -63,12 +63,21 @@ def detect_level(path: Path, tree: SafeTree) -> str:
         return "submitter"
     if path.parent.name == "results":
         return "system"
+    if any(_is_submitter(tree, d) for d in sorted(dirs)[:1000]):
+        return "submission"  # MLPerf's layout: a folder of submitter folders
     if path.parent.parent.name == "results" or "epochs.log" in files or any(_is_result_name(f) for f in files):
         return "benchmark"
     raise UserError(
         f"{path} is not a result folder: expected a submission root (closed/, open/), a division, "
         "a submitter (systems/, results/), results/<system> or a benchmark folder (result_<k>.txt)"
     )
+
+
+def _is_submitter(tree: SafeTree, rel: str) -> bool:
+    try:
+        return any(e.kind == "dir" and e.name in ("results", "systems") for e in tree.list_dir(rel))
+    except (UnsafeEntry, Missing):
+        return False
 
 
 def _is_result_name(name: str) -> bool:
@@ -139,7 +148,13 @@ class _Walker:
                           expected=what, seen=e.name)
 
     def submission(self) -> None:
-        for e in self.listing("") or []:
+        entries = self.listing("") or []
+        if not any(e.kind == "dir" and e.name in DIVISIONS for e in entries):  # MLPerf: submitter folders
+            for e in entries:
+                if e.kind == "dir" and _is_submitter(self.tree, e.name):
+                    self.submitter(e.name, e.name, None)
+            return
+        for e in entries:
             if e.kind == "dir" and e.name in DIVISIONS:
                 self.division(e.name, e.name)
             elif e.kind == "dir":

@@ -77,9 +77,10 @@ def check_summary(record: TrialRecord, findings: Findings) -> None:
             findings.add("MLLOG-007", record.rel, f"trainmark_trial_result {name} is {logged!r}, the events give "
                          f"{recomputed:.3f} s", line=line, expected=f"{recomputed:.3f} \u00b1 {TIME_TOLERANCE_S}",
                          seen=logged)
-    if "epochs" in summary and summary["epochs"] != record.epochs:
+    if "epochs" in summary and summary["epochs"] != record.epochs_trained:
         findings.add("MLLOG-007", record.rel, f"trainmark_trial_result epochs is {summary['epochs']!r}, "
-                     f"the file has {record.epochs} evaluations", line=line, expected=record.epochs,
+                     f"the file has {record.epochs_trained} epoch_stop events", line=line,
+                     expected=record.epochs_trained,
                      seen=summary["epochs"])
     if record.final_metric is not None and "final_metric" in summary and not _close(
             summary["final_metric"], record.final_metric, 1e-9):

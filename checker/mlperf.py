@@ -116,7 +116,7 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> ML
         first = result.messages[0] if result.messages else None
         text = first.text if first else result.crashed
         test = first.test if first else ""
-        findings.add("MLPERF-001", rel, f"fails MLPerf {ruleset} compliance: {text}" + (f" ({test})" if test else ""),
+        findings.add("MLPERF-001", rel, f"fails MLPerf {ruleset} compliance: {text}",
                      line=first.line if first else None, expected=test or "compliant", seen=text)
         return MLPerfRun(rel, None, True, "fails compliance")
     start = next((e for e in events if e.key == "run_start"), None)

@@ -5,6 +5,7 @@ rename or a change of meaning bumps ``REPORT_SCHEMA_ID``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -40,7 +41,7 @@ class Report:
             item["errors"] = sum(f.severity == ERROR for f in under)
             item["warnings"] = sum(f.severity == WARNING for f in under)
             benchmarks.append(item)
-        return {
+        return _finite({
             "schema": REPORT_SCHEMA_ID,
             "trainmark_version": __version__,
             "path": self.path,
@@ -52,7 +53,18 @@ class Report:
             "systems": self.systems,
             "benchmarks": benchmarks,
             "notes": list(self.notes),
-        }
+        })
+
+
+def _finite(value: Any) -> Any:
+    """The report with non-finite floats as null, so that it is always valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 _NUM = {"type": ["number", "null"]}

@@ -36,6 +36,7 @@ class TrialRecord:
     first_line: int = 1
     points: dict[str, Logged] = field(default_factory=dict)   # first occurrence of each key
     evals: list[EvalRecord] = field(default_factory=list)
+    epochs_trained: int = 0         # epoch_stop events (a diverged or every-k schedule evaluates fewer)
     run_start_ms: float | None = None
     run_stop: Event | None = None
     init_time_s: float | None = None
@@ -93,6 +94,7 @@ def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRul
         elif e.key == "run_stop" and record.run_stop is None:
             record.run_stop = e
         elif e.key == "epoch_stop":
+            record.epochs_trained += 1
             energy = e.metadata.get("trainmark_train_energy_j")
             if _number(energy) is None and train_energy is not None:
                 train_energy = None

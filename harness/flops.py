@@ -9,7 +9,7 @@ reduction and the optimizer step are not counted. The count comes from
 2. if that raises (an op without a meta kernel, a data-dependent ``.item()``), on the model's
    own device with the caller's batch, with cuDNN/oneDNN RNN and attention kernels disabled
    so that recurrent layers decompose into counted matmuls; the model's buffers (batch-norm
-   statistics) and the random-number state are restored afterwards and no ``.grad`` is touched.
+   statistics), the random-number state and every ``.grad`` are restored afterwards.
 
 Attention: the counter has formulas for the CUDA flash/efficient/cuDNN kernels, and on ``meta``
 ``F.scaled_dot_product_attention`` decomposes into counted ``bmm``s, but the CPU kernel
@@ -137,15 +137,24 @@ def _call(model, inputs):
 
 
 def _counted_step(model, inputs, loss_fn, targets, grad_of) -> tuple[int, int, dict[str, int]]:
-    with counter() as mode:
-        output = _call(model, inputs)
-        loss = loss_fn(output) if targets is None else loss_fn(output, targets)
-        forward = mode.get_total_flops()
-        wrt = [t for t in grad_of if t.requires_grad]
-        if loss.requires_grad and wrt:
-            torch.autograd.grad(loss, wrt, allow_unused=True)
-        total = mode.get_total_flops()
-        by_op = {str(op): int(n) for op, n in mode.get_flop_counts()["Global"].items()}
+    """Forward, loss and ``backward()`` under the counter; the ``.grad`` of ``grad_of`` is restored.
+
+    ``backward()`` rather than ``autograd.grad``: the counter's module tracker cannot follow
+    ``autograd.grad`` through leaf inputs that require grad.
+    """
+    saved = [(t, t.grad) for t in grad_of if t.requires_grad]
+    try:
+        with counter() as mode:
+            output = _call(model, inputs)
+            loss = loss_fn(output) if targets is None else loss_fn(output, targets)
+            forward = mode.get_total_flops()
+            if loss.requires_grad:
+                loss.backward()
+            total = mode.get_total_flops()
+            by_op = {str(op): int(n) for op, n in mode.get_flop_counts()["Global"].items()}
+    finally:
+        for t, grad in saved:
+            t.grad = grad
     return int(total), int(forward), by_op
 
 

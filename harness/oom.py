@@ -90,9 +90,10 @@ def largest_fitting(fits: Callable[[int], bool], start: int = 1, limit: int = 1 
 class FakeAllocatorLimit(TorchDispatchMode):
     """Raises ``torch.OutOfMemoryError`` once the bytes allocated inside the context exceed ``limit``.
 
-    It counts every new tensor an operator returns (views and in-place results excluded) and
-    never subtracts frees: a deterministic upper bound of what a step allocates, which grows
-    with the batch size as a real allocator's peak does. For tests and CPU dry runs only.
+    Entered around one training step, it counts every new tensor an operator returns (views
+    and in-place results excluded) and never subtracts frees: a deterministic upper bound of
+    what the step allocates, which grows with the batch size as a real allocator's peak does
+    and does not depend on how many steps ran before. For tests and CPU dry runs only.
     """
 
     def __init__(self, limit_bytes: int):

@@ -254,7 +254,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 archive_attempt(bench_dir, k)
             if done and base_seed is None:
                 first = read_trial_json(bench_dir, 1)
-                base_seed = int(first["seed"]) - 1 if first and "seed" in first else None
+                base_seed = int(first["seed"]) if first and "seed" in first else None  # trial 1 used the base
         write_json_atomic(root / "systems" / f"{sysdesc['system_name']}.json", sysdesc)
     if base_seed is None:
         base_seed = secrets.randbelow(2 ** 31 - 100_000)

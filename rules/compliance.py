@@ -128,7 +128,8 @@ def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, A
         _key("eval_start", "AT_LEAST_ONE", [
             "not s['in_epoch'] and not s['in_eval']",
             f"{epoch_num} == s['epoch']",
-            f"s['epoch'] % {every} == 0  # MLLOG-003 evaluate every {every} epoch(s)"],
+            f"s['epoch'] % {every} == 0 or s['epoch'] == {int(rules.max_epochs)}  "
+            f"# MLLOG-003 evaluate every {every} epoch(s) and after the last"],
             post="s['in_eval'] = True"),
         _key("eval_accuracy", "AT_LEAST_ONE", [
             "s['in_eval']",

@@ -1,0 +1,105 @@
+"""``check_path``: the whole check of one folder, as a ``Report``.
+
+Input errors that make the check itself impossible (no such folder, not a result
+tree, unusable rules) raise ``UserError`` (exit 2); everything wrong inside the folder
+becomes a finding.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainmark.checker.benchmark_check import BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
+from trainmark.checker.conformity import ReferenceBuilder, ReferenceStructures
+from trainmark.checker.findings import Findings
+from trainmark.checker.layout import walk
+from trainmark.checker.mlperf import infer_ruleset, is_mlperf_benchmark, known_rulesets, score_mlperf_benchmark
+from trainmark.checker.report import Report
+from trainmark.checker.safefs import SafeTree
+from trainmark.checker.systemdesc import check_system_file, load_schema
+from trainmark.errors import UserError
+from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, known_versions, load_ruleset
+
+
+@dataclass
+class CheckOptions:
+    rules_root: Path | None = None               # a folder of rules/<version>/*.yaml (default: the shipped rules)
+    reference_builder: ReferenceBuilder | None = None   # default: trainmark.reference.registry
+    system_schema: Path | None = None            # default: harness/schema/system.schema.json
+    mlperf_ruleset: str | None = None            # default: from the path ('...v4.0...'), else the newest
+
+
+class RulesProvider:
+    """The rules of a benchmark for the version its logs name (else the latest)."""
+
+    def __init__(self, rules_root: Path | None):
+        self.root = Path(rules_root) if rules_root else None
+        try:
+            self.versions = known_versions(self.root or RULES_ROOT)
+        except OSError as exc:
+            raise UserError(f"cannot read the rules folder {self.root}: {exc}") from None
+        if not self.versions:
+            raise UserError(f"no rules versions (folders like 1.0/) in {self.root or RULES_ROOT}")
+        self._sets: dict[str, dict[str, BenchmarkRules]] = {}
+
+    def ruleset(self, version: str) -> dict[str, BenchmarkRules]:
+        if version not in self._sets:
+            self._sets[version] = load_ruleset(version, self.root)
+        return self._sets[version]
+
+    def names(self) -> set[str]:
+        return {name for v in self.versions for name in self.ruleset(v)}
+
+    def __call__(self, benchmark: str, version: str | None) -> BenchmarkRules | None:
+        default = LATEST_VERSION if LATEST_VERSION in self.versions else self.versions[-1]
+        chosen = version if version in self.versions else default
+        return self.ruleset(chosen).get(benchmark)
+
+
+def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
+    options = options or CheckOptions()
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path} does not exist")
+    if not path.is_dir():
+        raise UserError(f"{path} is not a folder: pass a submission, division, submitter, system or benchmark folder")
+    if options.mlperf_ruleset is not None and options.mlperf_ruleset not in known_rulesets():
+        raise UserError(f"unknown MLPerf training ruleset {options.mlperf_ruleset!r} "
+                        f"(known: {', '.join(known_rulesets())})")
+    root = path.resolve()  # the user's own path may be a link; nothing inside it is followed
+    tree = SafeTree(root)
+    findings = Findings()
+    layout = walk(root, tree, findings)
+    report = Report(str(root), layout.level, findings)
+    rules = RulesProvider(options.rules_root)
+    schema, note = load_schema(options.system_schema)
+    if note and any(s.division for s in layout.systems):
+        report.notes.append(note)
+    divisions = {}
+    for system in layout.systems:
+        desc = check_system_file(tree, system, schema, findings)
+        division = system.division or (desc.get("division") if isinstance(desc, dict) else None)
+        divisions[(system.submitter, system.system)] = division if isinstance(division, str) else None
+        report.systems.append({"file": system.rel, "system": system.system, "division": divisions[
+            (system.submitter, system.system)]})
+    names = rules.names()
+    with tempfile.TemporaryDirectory(prefix="trainmark-check-") as compliance_dir:
+        ctx = TrainmarkContext(rules, ReferenceStructures(options.reference_builder), Path(compliance_dir),
+                               report.notes)
+        for folder in layout.benchmarks:
+            if folder.benchmark in names:
+                report.benchmarks.append(check_trainmark_benchmark(folder, tree, ctx, findings))
+            elif folder.division is None and is_mlperf_benchmark(folder.benchmark):
+                ruleset = options.mlperf_ruleset or infer_ruleset(root)
+                result = BenchmarkResult("mlperf", folder.rel, folder.benchmark,
+                                         divisions.get((folder.submitter, folder.system)), folder.submitter,
+                                         folder.system, rules_version=f"mlperf-training-{ruleset}")
+                score = score_mlperf_benchmark(folder, tree, ruleset, findings)
+                result.score = score.to_dict()
+                result.trials = [vars(r) for r in score.runs]
+                report.benchmarks.append(result)
+            else:
+                findings.add("LAYOUT-006", folder.rel, f"no rules for benchmark {folder.benchmark!r}",
+                             expected=f"one of {', '.join(sorted(names))}", seen=folder.benchmark)
+    return report

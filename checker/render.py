@@ -1,0 +1,105 @@
+"""Show a ``Report`` to people (rich tables) and to spreadsheets (CSV, one row per benchmark)."""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trainmark.checker.report import Report
+
+CSV_COLUMNS = [
+    "format", "division", "submitter", "system", "benchmark", "path", "rules_version", "trials", "converged",
+    "score_train_time_s", "score_reason", "mean_train_time_s", "ci95_low_s", "ci95_high_s", "cv_train_time",
+    "mean_total_time_s", "mean_train_energy_j", "mean_total_energy_j", "energy_reason", "mean_final_metric",
+    "mlperf_score_minutes", "mlperf_olympic_minutes", "mlperf_scaling_factor", "mlperf_dropped_runs",
+    "errors", "warnings",
+]
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def summary_rows(report: Report) -> list[dict[str, Any]]:
+    rows = []
+    for b in report.to_dict()["benchmarks"]:
+        s = b["score"]
+        ci = s.get("ci95_train_time_s") or [None, None]
+        rows.append({
+            "format": b["format"], "division": b["division"], "submitter": b["submitter"], "system": b["system"],
+            "benchmark": b["benchmark"], "path": b["path"], "rules_version": b["rules_version"],
+            "trials": s.get("trials", len(s.get("runs", []))),
+            "converged": s.get("converged", len(s.get("runs", [])) - s.get("dropped", 0) if "runs" in s else None),
+            "score_train_time_s": s.get("score_train_time_s"), "score_reason": s.get("score_reason", ""),
+            "mean_train_time_s": s.get("mean_train_time_s"), "ci95_low_s": ci[0], "ci95_high_s": ci[1],
+            "cv_train_time": s.get("cv_train_time"), "mean_total_time_s": s.get("mean_total_time_s"),
+            "mean_train_energy_j": s.get("mean_train_energy_j"), "mean_total_energy_j": s.get("mean_total_energy_j"),
+            "energy_reason": s.get("energy_reason", ""), "mean_final_metric": s.get("mean_final_metric"),
+            "mlperf_score_minutes": s.get("score_minutes"), "mlperf_olympic_minutes": s.get("olympic_minutes"),
+            "mlperf_scaling_factor": s.get("scaling_factor"), "mlperf_dropped_runs": s.get("dropped"),
+            "errors": b["errors"], "warnings": b["warnings"],
+        })
+    return rows
+
+
+def to_csv(report: Report) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in summary_rows(report):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
+    if console is None:
+        console = Console(soft_wrap=False)
+        if not console.is_terminal:  # a pipe or file: wide enough to keep a finding on few lines
+            console = Console(soft_wrap=False, width=max(console.width, 160))
+    console.print(f"[bold]trainmark check[/bold] {escape(report.path)} ({report.level})")
+    if len(report.findings):
+        table = Table(title="Findings", show_lines=True, expand=True)
+        for name, ratio in (("rule", 1), ("severity", 1), ("where", 2), ("what", 4), ("expected / seen", 3),
+                            ("how to fix", 3)):
+            table.add_column(name, ratio=ratio, overflow="fold")
+        for f in report.findings:
+            where = f"{f.file or '.'}" + (f":{f.line}" if f.line else "")
+            table.add_row(f.rule, f"[{_STYLE[f.severity]}]{f.severity}[/]", escape(where), escape(f.message),
+                          escape(f"expected: {f.expected}\nseen: {f.seen}"), escape(f.fix))
+        console.print(table)
+    rows = summary_rows(report)
+    if rows:
+        table = Table(title="Scores (recomputed from the MLLOG event times)", expand=True)
+        for name in ("benchmark", "division", "system", "trials", "score", "mean train s", "95% CI s", "CV",
+                     "mean train J", "mean metric", "errors"):
+            table.add_column(name, overflow="fold")
+        for r in rows:
+            if r["format"] == "mlperf":
+                score = (f"{_fmt(r['mlperf_score_minutes'], 3)} min (MLPerf)" if r["mlperf_score_minutes"]
+                         is not None else "no score")
+            else:
+                score = (f"{_fmt(r['score_train_time_s'])} s" if r["score_train_time_s"] is not None
+                         else f"no score: {r['score_reason']}")
+            ci = "-" if r["ci95_low_s"] is None else f"{r['ci95_low_s']:.2f}..{r['ci95_high_s']:.2f}"
+            energy = _fmt(r["mean_train_energy_j"], 1) if r["mean_train_energy_j"] is not None else (
+                "null" + (f" ({r['energy_reason']})" if r["energy_reason"] else "") if r["format"] == "trainmark"
+                else "-")
+            table.add_row(escape(f"{r['submitter'] or ''}/{r['benchmark']}"), _fmt(r["division"]),
+                          escape(_fmt(r["system"])), f"{_fmt(r['converged'])}/{_fmt(r['trials'])}", escape(score),
+                          _fmt(r["mean_train_time_s"]), ci, _fmt(r["cv_train_time"], 3), escape(energy),
+                          _fmt(r["mean_final_metric"], 4), str(r["errors"]))
+        console.print(table)
+    for note in report.notes:
+        console.print(f"[dim]note: {escape(note)}[/dim]")
+    counts = report.to_dict()["counts"]
+    verdict = "[bold green]PASS[/]" if report.exit_code == 0 else "[bold red]FAIL[/]"
+    console.print(f"{verdict}: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)")

@@ -1,0 +1,99 @@
+"""Reference convergence points, after MLPerf's RCP check: is a submission converging too fast?
+
+The rules carry epochs-to-target of reference trials per global batch size. A closed submission
+fails when its olympic-mean epochs-to-target lies below the smallest mean that a one-sided
+two-sample t-test (alpha 0.05, equal variance, the submission assumed to have the reference's
+spread, n = trials - 2 after dropping the fastest and slowest) cannot tell from the reference.
+Between batch sizes the reference mean and standard deviation are interpolated linearly, after
+pruning points slower than the interpolation of their neighbours; outside them there is no verdict.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import mean, stdev
+
+from scipy import stats
+
+ALPHA = 0.05
+
+
+def olympic(values: list[float]) -> list[float]:
+    """Drop the fastest and the slowest (when at least 3 values remain meaningful)."""
+    return sorted(values)[1:-1] if len(values) >= 3 else list(values)
+
+
+@dataclass(frozen=True)
+class RefPoint:
+    batch_size: int
+    mean: float
+    std: float
+    n: int
+
+
+def ref_points(points: list[dict]) -> list[RefPoint]:
+    """Olympic mean and std of each reference batch size, pruned of points slower than their neighbours."""
+    pts = []
+    for p in sorted(points, key=lambda p: p["global_batch_size"]):
+        kept = olympic([float(e) for e in p["epochs_to_target"]])
+        if len(kept) >= 2:
+            pts.append(RefPoint(p["global_batch_size"], mean(kept), stdev(kept), len(kept)))
+    pruned = True
+    while pruned and len(pts) >= 3:
+        pruned = False
+        for i in range(1, len(pts) - 1):
+            if pts[i].mean > _interp(pts[i - 1], pts[i + 1], pts[i].batch_size)[0]:
+                del pts[i]
+                pruned = True
+                break
+    return pts
+
+
+def _interp(a: RefPoint, b: RefPoint, bs: float) -> tuple[float, float]:
+    w = (bs - a.batch_size) / (b.batch_size - a.batch_size)
+    return a.mean + w * (b.mean - a.mean), a.std + w * (b.std - a.std)
+
+
+def reference_at(points: list[RefPoint], batch_size: int) -> RefPoint | None:
+    """The (interpolated) reference at ``batch_size``; None outside the measured range."""
+    for p in points:
+        if p.batch_size == batch_size:
+            return p
+    for a, b in zip(points, points[1:]):
+        if a.batch_size < batch_size < b.batch_size:
+            m, s = _interp(a, b, batch_size)
+            return RefPoint(batch_size, m, s, min(a.n, b.n))
+    return None
+
+
+def min_allowed_mean(ref: RefPoint, n_submission: int, alpha: float = ALPHA) -> float:
+    """The smallest submission mean that the one-sided t-test cannot tell from the reference."""
+    df = ref.n + n_submission - 2
+    t_crit = stats.t.ppf(1 - alpha, df) if df > 0 else math.inf
+    return float(ref.mean - t_crit * ref.std * math.sqrt(1 / ref.n + 1 / n_submission))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool | None          # None: no reference at this batch size, no verdict
+    submission_mean: float
+    min_allowed: float | None
+    reference: RefPoint | None
+    message: str
+
+
+def check(points: list[dict], batch_size: int, epochs_to_target: list[int], alpha: float = ALPHA) -> Verdict:
+    """Judge a submission's epochs-to-target (one value per converged trial) at ``batch_size``."""
+    kept = olympic([float(e) for e in epochs_to_target])
+    sub_mean = mean(kept) if kept else math.nan
+    ref = reference_at(ref_points(points), batch_size)
+    if ref is None:
+        sizes = [p["global_batch_size"] for p in points]
+        return Verdict(None, sub_mean, None, None,
+                       f"no reference convergence points at global batch size {batch_size} (rules have {sizes})")
+    floor = min_allowed_mean(ref, len(kept), alpha)
+    ok = bool(sub_mean >= floor)
+    return Verdict(ok, sub_mean, floor, ref,
+                   f"olympic-mean epochs to target {sub_mean:.2f} {'>=' if ok else '<'} {floor:.2f}, the fastest "
+                   f"a one-sided t-test (alpha {alpha}) allows against the reference mean {ref.mean:.2f} "
+                   f"(std {ref.std:.2f}, n {ref.n}) at batch {batch_size}")

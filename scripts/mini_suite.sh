@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: install, run every mini benchmark (5 trials each, as the rules say),
+# check the submission folder, and write the report (table on screen, CSV and JSON beside it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+OUT=${OUT:-runs/mini-suite}
+SUBMITTER=${SUBMITTER:-$(hostname -s | tr -c 'A-Za-z0-9._\n-' '-')}
+for bench in $(python3 -c "from trainmark.rules import load_ruleset; print(' '.join(n for n, r in load_ruleset().items() if r.data.get('size') == 'mini'))"); do
+  python3 -m trainmark run "$bench" --out "$OUT" --submitter "$SUBMITTER" ${RESUME:+--resume}
+done
+python3 -m trainmark check "$OUT" --csv "$OUT/report.csv" --json-out "$OUT/report.json"
+echo "report: $OUT/report.csv, $OUT/report.json"

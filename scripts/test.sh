@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): install what the tests need, then run them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+exec "${PYTHON:-python3}" -m pytest -q "$@"

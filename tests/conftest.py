@@ -1,0 +1,31 @@
+"""Shared test fixtures: the tiny registered reference and test-only rule files."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tiny_reference import TinyData, TinyTest  # noqa: F401  (registers tiny-test)
+
+TEST_RULES = Path(__file__).parent / "rules"
+SHIPPED_RULES = Path(__file__).resolve().parents[1] / "rules"
+
+
+@pytest.fixture(autouse=True)
+def _reset_tiny():
+    yield
+    TinyTest.nan_at_epoch = TinyTest.interrupt_at = TinyTest.metric_override = None
+    TinyTest.tick = staticmethod(lambda: None)
+    TinyTest.eval_tick = staticmethod(lambda: None)
+
+
+@pytest.fixture
+def rules_copy(tmp_path) -> Path:
+    """A writable copy of the test rules plus the shipped ones, for tests that edit a rule."""
+    dest = tmp_path / "rules"
+    shutil.copytree(TEST_RULES, dest)
+    for f in (SHIPPED_RULES / "1.0").glob("*.yaml"):
+        if not (dest / "1.0" / f.name).exists():
+            shutil.copy(f, dest / "1.0" / f.name)
+    return dest

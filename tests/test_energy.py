@@ -1,0 +1,135 @@
+"""Energy meters on fake hardware: a fake sysfs RAPL tree and a fake pynvml module."""
+import pytest
+
+from trainmark.harness import energy
+
+
+def make_rapl(root, packages=((1000, 2**32 - 1),), dram=None):
+    for i, (uj, max_uj) in enumerate(packages):
+        z = root / f"intel-rapl:{i}"
+        z.mkdir(parents=True)
+        (z / "name").write_text(f"package-{i}\n")
+        (z / "energy_uj").write_text(f"{uj}\n")
+        (z / "max_energy_range_uj").write_text(f"{max_uj}\n")
+        core = z / f"intel-rapl:{i}:0"
+        core.mkdir()
+        (core / "name").write_text("core\n")
+        (core / "energy_uj").write_text("5\n")
+        (core / "max_energy_range_uj").write_text(f"{max_uj}\n")
+        if dram is not None:
+            d = z / f"intel-rapl:{i}:1"
+            d.mkdir()
+            (d / "name").write_text("dram\n")
+            (d / "energy_uj").write_text(f"{dram}\n")
+            (d / "max_energy_range_uj").write_text(f"{max_uj}\n")
+    return root
+
+
+def set_uj(zone_dir, value):
+    (zone_dir / "energy_uj").write_text(f"{value}\n")
+
+
+def test_rapl_counts_package_and_dram_not_core(tmp_path):
+    root = make_rapl(tmp_path, packages=((1_000_000, 10**9),), dram=0)
+    m = energy.RaplMeter(root, poll_s=3600)
+    assert m.domains == ["package-0", "dram"]
+    m.start()
+    set_uj(root / "intel-rapl:0", 3_000_000)      # +2 J package
+    set_uj(root / "intel-rapl:0" / "intel-rapl:0:1", 500_000)      # +0.5 J dram
+    set_uj(root / "intel-rapl:0" / "intel-rapl:0:0", 999_999_999)  # core: inside package
+    assert m.joules() == pytest.approx(2.5)
+    m.stop()
+
+
+def test_rapl_wraparound(tmp_path):
+    max_uj = 262_143_328_850
+    root = make_rapl(tmp_path, packages=((max_uj - 1_000_000, max_uj),))
+    m = energy.RaplMeter(root, poll_s=3600)
+    m.start()
+    set_uj(root / "intel-rapl:0", 2_000_000)       # wrapped: 1 J to the top, +1 uJ wrap step, +2 J
+    assert m.joules() == pytest.approx(3.000001)
+    set_uj(root / "intel-rapl:0", 5_000_000)
+    assert m.joules() == pytest.approx(6.000001)
+    m.stop()
+
+
+def test_rapl_missing_or_root_only_is_unavailable_with_reason(tmp_path):
+    with pytest.raises(energy.MeterUnavailable, match="no RAPL zones"):
+        energy.RaplMeter(tmp_path)
+    meter = energy.open_meter("cpu", rapl_root=tmp_path)
+    assert meter.method == energy.UNAVAILABLE and meter.joules() is None and "RAPL" in meter.reason
+
+
+def test_estimate_only_when_asked_and_labelled(tmp_path):
+    meter = energy.open_meter("cpu", estimate_watts=100, rapl_root=tmp_path)
+    assert meter.method == energy.ESTIMATED
+    assert "estimated" in meter.reason and "no measurement" in meter.reason
+    clock = iter([0.0, 2.0]).__next__
+    m = energy.TdpEstimateMeter(50, clock=clock)
+    m.start()
+    assert m.joules() == 100.0
+
+
+class FakeNVML:
+    """Enough of pynvml: two GPUs, one Volta+ with the energy counter, one older (power only)."""
+
+    NVML_DEVICE_ARCH_VOLTA = 2
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, archs=(7, 7)):
+        self.archs = list(archs)
+        self.energy_mj = [1_000_000] * len(archs)
+        self.power_mw = [200_000] * len(archs)
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetArchitecture(self, h):
+        return self.archs[h]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        if self.archs[h] < self.NVML_DEVICE_ARCH_VOLTA:
+            raise self.NVMLError("not supported")
+        return self.energy_mj[h]
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self.power_mw[h]
+
+
+def test_nvml_counter_sums_all_gpus():
+    nv = FakeNVML(archs=(7, 9))
+    m = energy.NvmlMeter([0, 1], pynvml=nv)
+    assert m.method == energy.MEASURED_COUNTER
+    m.start()
+    nv.energy_mj[0] += 1500
+    nv.energy_mj[1] += 2500
+    assert m.joules() == pytest.approx(4.0)
+
+
+def test_nvml_power_integration_on_old_gpus():
+    nv = FakeNVML(archs=(1,))
+    t = [0.0]
+    m = energy.NvmlMeter([0], pynvml=nv, poll_s=3600, clock=lambda: t[0])
+    assert m.method == energy.MEASURED_POWER
+    m.start()                    # 200 W at t=0
+    t[0] = 1.0
+    nv.power_mw[0] = 400_000     # 400 W at t=1: trapezoid 300 J
+    assert m.joules() == pytest.approx(300.0)
+    t[0] = 3.0                   # 400 W held for 2 s: +800 J
+    assert m.joules() == pytest.approx(1100.0)
+    m.stop()
+
+
+def test_nvml_init_failure_is_unavailable():
+    nv = FakeNVML()
+
+    def boom():
+        raise nv.NVMLError("driver not loaded")
+    nv.nvmlInit = boom
+    meter = energy.open_meter("cuda:0", pynvml=nv)
+    assert meter.method == energy.UNAVAILABLE and "driver not loaded" in meter.reason

@@ -1,0 +1,73 @@
+"""Rules as data: shipped files validate, broken ones name the field, both sides read one target."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import SHIPPED_RULES
+from trainmark.rules import RulesError, get_rules, known_versions, load_ruleset
+from trainmark.rules.docs import render_markdown
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
+
+
+def test_every_shipped_rule_file_validates():
+    for version in known_versions():
+        ruleset = load_ruleset(version)
+        assert ruleset, version
+        for name, r in ruleset.items():
+            assert r.name == name and r.version == version
+            assert r.scoring["max_not_converged"] < r.trials
+
+
+def test_every_shipped_benchmark_has_a_reference():
+    from trainmark.reference import registry
+    for r in load_ruleset().values():
+        assert registry.get(r.reference_model["id"]).name == r.reference_model["id"]
+
+
+def test_broken_rule_file_names_the_field(rules_copy):
+    path = rules_copy / "1.0" / "resnet-mini.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["metric"]["direction"] = "up"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(RulesError, match=r"resnet-mini.yaml: field 'metric/direction': 'up' is not one of"):
+        get_rules("resnet-mini", rules_root=rules_copy)
+
+
+def test_invalid_yaml_names_the_line(rules_copy):
+    path = rules_copy / "1.0" / "resnet-mini.yaml"
+    path.write_text("benchmark: resnet-mini\nmetric: [unclosed\n")
+    with pytest.raises(RulesError, match=r"resnet-mini.yaml: line \d+: not valid YAML"):
+        get_rules("resnet-mini", rules_root=rules_copy)
+
+
+def test_unknown_version_is_refused():
+    with pytest.raises(RulesError, match="unknown rules version '9.9'"):
+        get_rules("resnet-mini", "9.9")
+
+
+def test_target_and_direction():
+    r = get_rules("resnet-mini")
+    assert r.reached(r.target) and not r.reached(r.target - 1e-6) and not r.reached(float("nan"))
+    lower = type(r)({**r.data, "metric": {**r.data["metric"], "direction": "lower", "target": 0.1}}, r.path)
+    assert lower.reached(0.05) and not lower.reached(0.2)
+
+
+def test_closed_hyperparameter_limits():
+    r = get_rules("resnet-mini")
+    assert r.violations(r.defaults(), "closed") == []
+    assert r.violations({"global_batch_size": 4096}, "closed") == []  # free
+    assert r.violations({"opt_momentum": 0.95}, "closed") == ["opt_momentum=0.95: fixed at 0.9 in the closed division"]
+    assert "must lie in" in r.violations({"opt_base_learning_rate": 1.5}, "closed")[0]
+    assert "not a hyperparameter" in r.violations({"dropout": 0.1}, "closed")[0]
+    assert r.violations({"opt_momentum": 0.95, "dropout": 0.1}, "open") == []
+
+
+def test_docs_are_generated_from_the_rules_and_up_to_date():
+    assert DOCS.read_text(encoding="utf-8") == render_markdown("1.0"), \
+        "docs/rules.md is out of date: run `trainmark rules docs`"
+
+
+def test_shipped_rules_folder_is_the_package_one():
+    assert (SHIPPED_RULES / "1.0" / "resnet-mini.yaml").exists()

@@ -1,0 +1,172 @@
+"""The trial loop's bookkeeping on the tiny reference: windows, statuses, both logs, resume."""
+import json
+import math
+
+import pytest
+import torch
+
+from conftest import TEST_RULES, TinyTest
+from trainmark.errors import UserError
+from trainmark.harness import epochlog
+from trainmark.harness.distributed import Dist
+from trainmark.harness.mllogger import TrialLog
+from trainmark.harness.monitor import Monitor
+from trainmark.harness.progress import TrialProgress
+from trainmark.harness.run import RunOptions, run_benchmark
+from trainmark.harness.trial import TrialConfig, run_trial
+from trainmark.rules import get_rules
+
+
+class FakeMeter:
+    """100 W exactly, on the fake clock."""
+
+    method, reason = "measured-counter", None
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    def joules(self):
+        return 100.0 * self.clock()
+
+
+def trial_config(rules, **kw):
+    base = dict(benchmark="tiny-test", trial=1, seed=7, division="closed", submitter="t", system_name="s",
+                rules_version="1.0", device=torch.device("cpu"), precision="fp32", hparams=rules.defaults(),
+                max_epochs=rules.max_epochs, eval_every=1, target_reached=rules.reached, metric_name="top1_accuracy")
+    base.update(kw)
+    return TrialConfig(**base)
+
+
+def mllog_events(path):
+    return [json.loads(line.split(" ", 1)[1]) for line in path.read_text().splitlines()]
+
+
+def test_eval_windows_are_excluded_from_train_time_and_energy(tmp_path):
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    t = [0.0]
+    TinyTest.tick = staticmethod(lambda: t.__setitem__(0, t[0] + 1.0))       # 1 s per training step
+    TinyTest.eval_tick = staticmethod(lambda: t.__setitem__(0, t[0] + 10.0))  # 10 s per evaluation
+    values = iter([0.5, 0.7, 0.95])
+    TinyTest.metric_override = staticmethod(lambda: next(values))
+    monitor = Monitor(FakeMeter(lambda: t[0]), clock=lambda: t[0], wall=lambda: 1.8e9)
+    lines = []
+    ref = TinyTest()
+    log = TrialLog(tmp_path / "result_1.txt")
+    res, model = run_trial(ref, ref.load_data(None), trial_config(rules), monitor, log, lines.append,
+                           TrialProgress(False), Dist(), ref.build_model)
+    log.close()
+    steps_per_epoch = 512 // 32
+    assert res.status == "converged" and res.epochs == 3
+    assert res.eval_time_s == pytest.approx(30.0)
+    assert res.train_time_s == pytest.approx(3 * steps_per_epoch)
+    assert res.total_time_s == pytest.approx(3 * steps_per_epoch + 30.0)
+    assert res.train_energy_j == pytest.approx(100.0 * 3 * steps_per_epoch)
+    assert res.total_energy_j == pytest.approx(100.0 * (3 * steps_per_epoch + 30))
+    assert [h.train_j for h in res.history] == pytest.approx([100.0 * steps_per_epoch] * 3)
+    assert res.train_samples_per_s == pytest.approx(3 * 512 / (3 * steps_per_epoch))
+    # text log: one line per evaluated epoch, numbered from 1
+    parsed = [epochlog.parse_line(line) for line in lines]
+    assert [(p.trial, p.epoch, p.metric) for p in parsed] == [(1, 1, 0.5), (1, 2, 0.7), (1, 3, 0.95)]
+    # MLLOG: the same instants, so the checker's recomputation gives the same figure
+    ev = mllog_events(tmp_path / "result_1.txt")
+    at = lambda key: [e["time_ms"] for e in ev if e["key"] == key]  # noqa: E731
+    total_ms = at("run_stop")[0] - at("run_start")[0]
+    eval_ms = sum(b - a for a, b in zip(at("eval_start"), at("eval_stop")))
+    assert (total_ms - eval_ms) / 1000 == pytest.approx(res.train_time_s, abs=0.002)
+    assert [e["value"] for e in ev if e["key"] == "eval_accuracy"] == [0.5, 0.7, 0.95]
+    assert ev[-1]["key"] == "run_stop" and ev[-1]["metadata"]["status"] == "success"
+    assert {e["key"] for e in ev} >= {"seed", "global_batch_size", "opt_base_learning_rate", "init_start",
+                                      "init_stop", "epoch_start", "epoch_stop", "train_samples", "eval_samples",
+                                      "trainmark_model_fingerprint", "trainmark_flops_per_step"}
+    assert all(e["metadata"]["file"].endswith("trial.py") for e in ev)
+
+
+def test_epoch_cap_marks_not_converged(tmp_path):
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    TinyTest.metric_override = staticmethod(lambda: 0.1)
+    ref = TinyTest()
+    res, _ = run_trial(ref, ref.load_data(None), trial_config(rules, max_epochs=2), Monitor(FakeMeter(lambda: 0)),
+                       TrialLog(None), lambda _: None, TrialProgress(False), Dist(), ref.build_model)
+    assert res.status == "not_converged" and res.epochs == 2 and res.final_metric == 0.1
+
+
+def run_tiny(tmp_path, **kw):
+    opts = dict(benchmark="tiny-test", out=tmp_path / "out", rules_dir=TEST_RULES, quiet=True, seed=100,
+                submitter="acme", system_name="box")
+    opts.update(kw)
+    return run_benchmark(RunOptions(**opts))
+
+
+def bench_dir(tmp_path):
+    return tmp_path / "out" / "closed" / "acme" / "results" / "box" / "tiny-test"
+
+
+def test_run_writes_every_trial_with_distinct_seeds(tmp_path):
+    summary = run_tiny(tmp_path)
+    d = bench_dir(tmp_path)
+    assert [r.status for r in summary.results] == ["converged"] * 3 and summary.ok
+    seeds = [json.loads((d / f"trial_{k}" / "trial.json").read_text())["seed"] for k in (1, 2, 3)]
+    assert seeds == [100, 101, 102]
+    for k in (1, 2, 3):
+        assert (d / f"trial_{k}" / "model.safetensors").stat().st_size > 0
+        assert json.loads((d / f"trial_{k}" / "structure.json").read_text())["fingerprint"]
+    trials_in_log = [epochlog.parse_line(x).trial for x in (d / "epochs.log").read_text().splitlines()]
+    assert sorted(set(trials_in_log)) == [1, 2, 3] and trials_in_log == sorted(trials_in_log)
+    assert (tmp_path / "out" / "closed" / "acme" / "systems" / "box.json").exists()
+
+
+def test_diverged_trial_is_recorded_not_dropped(tmp_path):
+    TinyTest.nan_at_epoch = 1
+    summary = run_tiny(tmp_path, trials=2)
+    assert [r.status for r in summary.results] == ["diverged", "diverged"] and not summary.ok
+    t1 = json.loads((bench_dir(tmp_path) / "trial_1" / "trial.json").read_text())
+    assert t1["status"] == "diverged" and "non-finite" in t1["error"]
+    ev = mllog_events(bench_dir(tmp_path) / "result_1.txt")
+    assert ev[-1]["key"] == "run_stop" and ev[-1]["metadata"]["status"] == "aborted"
+
+
+def test_ctrl_c_keeps_finished_trials_and_resume_archives_the_interrupted_one(tmp_path):
+    TinyTest.metric_override = staticmethod(lambda: 0.5)  # never converges: each trial runs all epochs
+    TinyTest.interrupt_at = (101, 2)                       # trial 2 (seed 101), epoch 2
+    with pytest.raises(KeyboardInterrupt):
+        run_tiny(tmp_path, trials=3)
+    d = bench_dir(tmp_path)
+    t1 = json.loads((d / "trial_1" / "trial.json").read_text())
+    t2 = json.loads((d / "trial_2" / "trial.json").read_text())
+    assert t1["status"] == "not_converged" and t1["epochs"] == 6
+    assert t2["status"] == "aborted" and t2["epochs"] == 1
+    # without --resume the folder is refused
+    with pytest.raises(UserError, match="already holds results"):
+        run_tiny(tmp_path, trials=3)
+    TinyTest.interrupt_at = None
+    TinyTest.metric_override = None
+    summary = run_tiny(tmp_path, trials=3, resume=True, seed=None)
+    assert len(summary.results) == 2  # trials 2 and 3 again
+    archived = list((d / "interrupted").iterdir())
+    assert len(archived) == 1 and (archived[0] / "trial_2" / "trial.json").exists()
+    assert [epochlog.parse_line(x).trial for x in (archived[0] / "epochs.log").read_text().splitlines()] == [2]
+    seeds = [json.loads((d / f"trial_{k}" / "trial.json").read_text())["seed"] for k in (1, 2, 3)]
+    assert seeds == [100, 101, 102]  # the base seed is recovered on resume
+    lines = [epochlog.parse_line(x) for x in (d / "epochs.log").read_text().splitlines()]
+    assert [x.epoch for x in lines if x.trial == 1] == [1, 2, 3, 4, 5, 6]
+    assert math.isclose(lines[-1].metric, summary.results[-1].final_metric, abs_tol=5e-5)
+
+
+def test_closed_division_refuses_disallowed_hyperparameters(tmp_path):
+    with pytest.raises(UserError, match="opt_base_learning_rate=5.0: must lie in"):
+        run_tiny(tmp_path, hparams={"opt_base_learning_rate": 5.0})
+    with pytest.raises(UserError, match="opt_name='adam': fixed"):
+        run_tiny(tmp_path, hparams={"opt_name": "adam"})
+    assert run_tiny(tmp_path, hparams={"opt_base_learning_rate": 5.0}, division="open", trials=1).results
+
+
+def test_open_division_custom_model(tmp_path, monkeypatch):
+    (tmp_path / "mymodels.py").write_text(
+        "from torch import nn\ndef build():\n    return nn.Sequential(nn.Linear(8, 2))\n")
+    monkeypatch.chdir(tmp_path)
+    summary = run_tiny(tmp_path, model="mymodels:build", division="open", trials=1)
+    assert summary.results[0].status == "converged"
+    d = tmp_path / "out" / "open" / "acme" / "results" / "box" / "tiny-test"
+    assert json.loads((d / "trial_1" / "structure.json").read_text())["parameter_count"] == 18
+    with pytest.raises(UserError, match="open division"):
+        run_tiny(tmp_path, model="mymodels:build")
