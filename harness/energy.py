@@ -144,7 +144,7 @@ class NvmlMeter:
 
     reason = None
 
-    def __init__(self, device_indices: list[int], pynvml=None, poll_s: float = 0.05,
+    def __init__(self, devices: list[int | str], pynvml=None, poll_s: float = 0.05,
                  clock: Callable[[], float] = time.monotonic):
         if pynvml is None:
             try:
@@ -154,7 +154,9 @@ class NvmlMeter:
         self.nvml = pynvml
         try:
             pynvml.nvmlInit()
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in device_indices]
+            # An int is NVML's own index; a "GPU-..." string a UUID (robust to CUDA_VISIBLE_DEVICES).
+            self.handles = [pynvml.nvmlDeviceGetHandleByUUID(d) if isinstance(d, str)
+                            else pynvml.nvmlDeviceGetHandleByIndex(d) for d in devices]
         except pynvml.NVMLError as exc:
             raise MeterUnavailable(f"NVML unavailable: {exc}") from None
         self.uses_counter = [self._has_counter(h) for h in self.handles]
@@ -240,8 +242,19 @@ class TdpEstimateMeter:
         pass
 
 
+def cuda_uuids(torch_indices: list[int]) -> list[int | str]:
+    """NVML identifiers of torch's CUDA devices: UUIDs where torch reports them, else the index."""
+    import torch
+
+    out: list[int | str] = []
+    for i in torch_indices:
+        uuid = getattr(torch.cuda.get_device_properties(i), "uuid", None)
+        out.append(f"GPU-{uuid}" if uuid is not None else i)
+    return out
+
+
 def open_meter(device: str, estimate_watts: float | None = None, rapl_root: str | Path = "/sys/class/powercap",
-               pynvml=None, cuda_indices: list[int] | None = None):
+               pynvml=None, cuda_indices: list[int | str] | None = None):
     """The best meter for ``device`` ('cpu' or 'cuda:i'): measured if possible, else null with a reason.
 
     An estimate is used only when ``estimate_watts`` is given and nothing can be measured.

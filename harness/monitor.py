@@ -13,6 +13,14 @@ from typing import Callable
 
 
 @dataclass(frozen=True)
+class Mark:
+    """One window boundary: clock seconds and the meter's cumulative joules (None if unmeasured)."""
+
+    s: float
+    j: float | None
+
+
+@dataclass(frozen=True)
 class Window:
     name: str
     start_s: float      # monotonic clock
@@ -51,11 +59,11 @@ class Monitor:
         self.sync()
         return self.clock(), self.meter.joules()
 
-    def begin_window(self, name: str) -> float:
+    def begin_window(self, name: str) -> Mark:
         if name in self._open:
             raise RuntimeError(f"window {name!r} is already open")
         self._open[name] = self._now()
-        return self._open[name][0]
+        return Mark(*self._open[name])
 
     def end_window(self, name: str) -> Window:
         if name not in self._open:

@@ -24,13 +24,13 @@ from safetensors.torch import save_file
 
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.errors import UserError
-from trainmark.harness import distributed, energy, epochlog, system
+from trainmark.harness import distributed, energy, epochlog, peaks, system
 from trainmark.harness.files import append_line, write_atomic, write_json_atomic, write_text_atomic
 from trainmark.harness.mllogger import TrialLog
 from trainmark.harness.monitor import Monitor
 from trainmark.harness.progress import TrialProgress
 from trainmark.harness.structure import describe
-from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
+from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, autocast_for, run_trial
 from trainmark.reference import registry
 from trainmark.rules import LATEST_VERSION, get_rules
 from trainmark.rules.datasets import resolve_data_dir, verify_dataset
@@ -194,8 +194,8 @@ def open_meter_for(device: torch.device, dist: distributed.Dist, estimate_watts:
     if local_world < dist.world:
         return energy.NullMeter(f"{dist.world // local_world} nodes: energy of other nodes is not aggregated")
     if device.type == "cuda":
-        first = device.index or 0
-        return energy.open_meter(str(device), estimate_watts, cuda_indices=list(range(first, first + local_world)))
+        indices = list(range(local_world)) if dist.world > 1 else [device.index or 0]
+        return energy.open_meter(str(device), estimate_watts, cuda_indices=energy.cuda_uuids(indices))
     return energy.open_meter("cpu", estimate_watts)
 
 
@@ -266,10 +266,18 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     progress = TrialProgress(enabled=dist.is_main and not opts.quiet)
     results: list[TrialResult] = []
+    try:
+        device_peak = peaks.device_peak(device)
+    except (OSError, ValueError):  # no cpuinfo to derive from: utilization is then unknown, not guessed
+        device_peak = None
+    peak_dtype, peak_tflops = (device_peak.peak_for_precision(autocast_for(device, opts.precision)[2], device.type)
+                               if device_peak else (None, None))
     meta_common = {"format_version": RESULT_FORMAT_VERSION, "benchmark": rules.name,
                    "rules_version": rules.version, "division": opts.division, "submitter": opts.submitter,
                    "system_name": sysdesc["system_name"], "device": str(device), "precision": opts.precision,
-                   "hparams": hp, "model": opts.model or rules.reference_model["id"], "world_size": dist.world}
+                   "hparams": hp, "model": opts.model or rules.reference_model["id"], "world_size": dist.world,
+                   "peak": {"dtype": peak_dtype, "tflops": peak_tflops, "kind": device_peak.kind,
+                            "source": device_peak.source} if device_peak else None}
     meter.start()
     try:
         for k in range(start_at, trials + 1):
@@ -278,7 +286,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 submitter=opts.submitter, system_name=sysdesc["system_name"], rules_version=rules.version,
                 device=device, precision=opts.precision, hparams=hp, max_epochs=rules.max_epochs,
                 eval_every=rules.evaluation["every_epochs"], target_reached=rules.reached,
-                metric_name=rules.metric["name"])
+                metric_name=rules.metric["name"], peak_tflops=peak_tflops)
             log = TrialLog(bench_dir / f"result_{k}.txt" if dist.is_main else None)
             monitor = Monitor(meter, sync=sync)
             meta = {**meta_common, "trial": k, "seed": cfg.seed}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import tempfile
 from pathlib import Path
 from statistics import mean, pstdev
@@ -76,17 +77,25 @@ def options(args, out: Path, resume: bool = False) -> RunOptions:
 
 def summary_table(summary: RunSummary) -> Table:
     table = Table(title=str(summary.bench_dir))
-    for col in ("trial", "status", "epochs", "metric", "train s", "total s", "train J", "samples/s", "TFLOPS"):
+    for col in ("trial", "status", "epochs", "metric", "train s", "total s", "train J", "samples/s", "TFLOPS", "util"):
         table.add_column(col, justify="right")
     fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
     for k, r in enumerate(summary.results, 1):
         table.add_row(str(k), r.status, str(r.epochs), fmt(r.final_metric, ".4f"), fmt(r.train_time_s, ".1f"),
                       fmt(r.total_time_s, ".1f"), fmt(r.train_energy_j, ".0f"), fmt(r.train_samples_per_s, ".0f"),
-                      fmt(r.achieved_tflops, ".4f"))
+                      fmt(r.achieved_tflops, ".4f"), fmt(r.utilization, ".1%"))
     return table
 
 
+def _sigterm_is_ctrl_c() -> None:
+    """A scheduler's SIGTERM ends the running trial as 'aborted', as Ctrl-C does."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
 def cmd_run(args) -> int:
+    _sigterm_is_ctrl_c()
     summary = run_benchmark(options(args, args.out, args.resume))
     if not args.quiet and summary.results:
         Console(stderr=True).print(summary_table(summary))

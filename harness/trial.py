@@ -41,6 +41,7 @@ class TrialConfig:
     eval_every: int
     target_reached: Callable[[float], bool]
     metric_name: str
+    peak_tflops: float | None = None    # the device's peak for this precision (datasheet or derived)
 
 
 @dataclass
@@ -73,6 +74,8 @@ class TrialResult:
     steps: int = 0
     flops_per_step: int | None = None
     achieved_tflops: float | None = None
+    peak_tflops: float | None = None
+    utilization: float | None = None
     precision_used: str = "fp32"
     error: str | None = None
     history: list[EpochRecord] = field(default_factory=list)
@@ -118,8 +121,8 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
                            ("submission_org", cfg.submitter), ("submission_platform", cfg.system_name),
                            ("submission_status", "onprem"), ("trainmark_rules_version", cfg.rules_version),
                            ("trainmark_trial", cfg.trial), ("cache_clear", True)):
-            log.event(key, value, ms(init_start))
-        log.start("init_start", ms(init_start))
+            log.event(key, value, ms(init_start.s))
+        log.start("init_start", ms(init_start.s))
         torch.manual_seed(cfg.seed)
         generator = torch.Generator().manual_seed(cfg.seed)
         model = build_model().to(device)
@@ -141,21 +144,21 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
                            ("trainmark_parameter_count", structure["parameter_count"]),
                            ("trainmark_flops_per_step", res.flops_per_step),
                            ("trainmark_energy_method", res.energy_method)):
-            log.event(key, value, ms(init_start))
+            log.event(key, value, ms(init_start.s))
         init = monitor.end_window("init")
         res.init_time_s = init.seconds
         log.end("init_stop", ms(init.end_s))
 
         run_start = monitor.begin_window("run")
         run_open = True
-        log.start("run_start", ms(run_start))
+        log.start("run_start", ms(run_start.s), trainmark_energy_j=run_start.j)
         res.status = "not_converged"
         for epoch in range(1, cfg.max_epochs + 1):
             last = res.history[-1].metric if res.history else None
             progress.epoch(cfg.trial, epoch, cfg.max_epochs, steps_per_epoch,
                            f"{cfg.metric_name} {last:.4f}" if last is not None else "")
             epoch_start = monitor.begin_window("epoch")
-            log.start("epoch_start", ms(epoch_start), epoch_num=epoch)
+            log.start("epoch_start", ms(epoch_start.s), epoch_num=epoch, trainmark_energy_j=epoch_start.j)
             train_model.train()
             nonfinite = torch.zeros((), dtype=torch.bool, device=device)
             samples = step = 0
@@ -184,7 +187,7 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
             record = EpochRecord(epoch, ep.seconds, ep.joules, samples)
             res.history.append(record)
             res.epochs, res.train_samples = epoch, res.train_samples + samples
-            log.end("epoch_stop", ms(ep.end_s), epoch_num=epoch, trainmark_train_energy_j=ep.joules,
+            log.end("epoch_stop", ms(ep.end_s), epoch_num=epoch, trainmark_energy_j=ep.end_j, trainmark_train_energy_j=ep.joules,
                     trainmark_samples=samples)
             if dist.any(bool(nonfinite), device):
                 res.status = "diverged"
@@ -193,18 +196,19 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
             if epoch % cfg.eval_every and epoch != cfg.max_epochs:
                 continue
             eval_start = monitor.begin_window("eval")
-            log.start("eval_start", ms(eval_start), epoch_num=epoch)
+            log.start("eval_start", ms(eval_start.s), epoch_num=epoch, trainmark_energy_j=eval_start.j)
             train_model.eval()
             with autocast():
                 total, count = dist.sum(list(ref.evaluate(model, data, device, dist.rank, dist.world)), device)
-            metric = total / count if count else float("nan")
+            metric = ref.finalize_metric(total, count)
             ev = monitor.end_window("eval")
             eval_windows.append(ev)
             record.eval_s, record.eval_j, record.metric = ev.seconds, ev.joules, metric
             record.eval_time_unix = monitor.wall_s(ev.end_s)
             res.final_metric = metric
             log.event("eval_accuracy", metric, ms(ev.end_s), epoch_num=epoch)
-            log.end("eval_stop", ms(ev.end_s), epoch_num=epoch, trainmark_eval_energy_j=ev.joules)
+            log.end("eval_stop", ms(ev.end_s), epoch_num=epoch, trainmark_energy_j=ev.end_j,
+                    trainmark_eval_energy_j=ev.joules)
             if dist.is_main:
                 write_epoch_line(epochlog.format_line(record.eval_time_unix, cfg.trial, epoch, metric))
             progress.metric(f"{cfg.metric_name} {metric:.4f}")
@@ -229,10 +233,12 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
         res.train_energy_j = None if None in eval_j else _minus(run.joules, sum(eval_j))
         if res.train_time_s > 0:
             res.train_samples_per_s = res.train_samples / res.train_time_s
-            if res.flops_per_step:
-                res.achieved_tflops = res.flops_per_step * res.steps / res.train_time_s / 1e12
+            res.achieved_tflops = flops.achieved_tflops(res.flops_per_step, res.steps, res.train_time_s)
+            res.peak_tflops = cfg.peak_tflops
+            res.utilization = flops.utilization(res.achieved_tflops, cfg.peak_tflops)
         log.event("trainmark_trial_result", res.summary(), ms(run.end_s))
-        log.end("run_stop", ms(run.end_s), status=SUCCESS if res.status == "converged" else ABORTED)
+        log.end("run_stop", ms(run.end_s), status=SUCCESS if res.status == "converged" else ABORTED,
+                trainmark_energy_j=run.end_j)
     if interrupted is not None:
         raise TrialInterrupted(res, model) from interrupted
     return res, model

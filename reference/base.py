@@ -11,6 +11,8 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from trainmark.errors import UserError
+
 
 class Reference:
     name: str = ""
@@ -21,6 +23,13 @@ class Reference:
 
     def build_model(self) -> nn.Module:
         raise NotImplementedError
+
+    def prepare_data(self, out_dir: Path, source: Path | None = None) -> list[Path]:
+        """Build the dataset deterministically into ``out_dir`` (``trainmark data prepare``, untimed)
+        from ``source`` (default: where the reference finds it); return the files written.
+        References whose data is used as downloaded keep this default."""
+        raise UserError(f"{self.name}: its dataset is used as downloaded, there is nothing to prepare "
+                        "(`trainmark rules show` says where to get it)")
 
     def load_data(self, data_dir: Path | None) -> Any:
         """Read the dataset (untimed, once per run); raise UserError saying how to get it."""
@@ -58,8 +67,15 @@ class Reference:
     @torch.no_grad()
     def evaluate(self, model: nn.Module, data, device: torch.device, rank: int = 0, world: int = 1
                  ) -> tuple[float, float]:
-        """(sum, count) over this rank's share; the harness all-reduces and divides."""
+        """(sum, count) over this rank's share; the harness all-reduces them into ``finalize_metric``."""
         raise NotImplementedError
+
+    def finalize_metric(self, total: float, count: float) -> float:
+        """The quality metric from the all-reduced ``evaluate`` sums: their mean by default.
+
+        Override when the metric is not a mean (perplexity is exp of the mean NLL per token).
+        """
+        return total / count if count else float("nan")
 
     def synthetic_batch(self, batch_size: int, device: torch.device | str = "cpu"):
         """Random tensors in the form ``train_batches`` yields: throughput without an input pipeline."""

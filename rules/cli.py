@@ -1,4 +1,4 @@
-"""``trainmark rules list|show|docs`` and ``trainmark data verify``."""
+"""``trainmark rules list|show|docs`` and ``trainmark data verify|prepare``."""
 from __future__ import annotations
 
 import json
@@ -41,6 +41,12 @@ def register(sub) -> None:
     p.add_argument("--data-dir", type=Path)
     _version_args(p)
     p.set_defaults(func=cmd_verify)
+    p = dsub.add_parser("prepare", help="build a dataset from its source (untimed), then verify it")
+    p.add_argument("benchmark")
+    p.add_argument("--data-dir", type=Path, help="where to write it (default: the rules' folder)")
+    p.add_argument("--source", type=Path, help="the source the benchmark builds from (see its rules)")
+    _version_args(p)
+    p.set_defaults(func=cmd_prepare)
 
 
 def benchmarks_table(version: str, rules_dir: Path | None) -> Table:
@@ -76,7 +82,21 @@ def cmd_docs(args) -> int:
 
 def cmd_verify(args) -> int:
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
+    return _verify(r, resolve_data_dir(r, args.data_dir))
+
+
+def cmd_prepare(args) -> int:
+    """The reference builds the data (its ``prepare_data``); the rules' checksums then judge it."""
+    from trainmark.reference import registry
+
+    r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     folder = resolve_data_dir(r, args.data_dir)
+    written = registry.get(r.reference_model["id"]).prepare_data(folder, args.source)
+    print(f"{r.name}: wrote {len(written)} files to {folder}")
+    return _verify(r, folder)
+
+
+def _verify(r, folder: Path) -> int:
     problems = verify_dataset(r, folder)
     if problems:
         raise UserError(f"{r.name}: dataset in {folder} does not match rules {r.version}: " + "; ".join(problems), 1)

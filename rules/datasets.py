@@ -1,4 +1,12 @@
-"""Dataset checks against the SHA-256 sums the rules pin (``trainmark data verify``)."""
+"""Dataset checks against what the rules pin (``trainmark data verify``).
+
+Small datasets pin every file's SHA-256 (``dataset.files``). Datasets of a million files
+(ImageNet) pin a *listing* instead (``dataset.listing``): per split folder, the number of class
+folders and files, and the SHA-256 of the sorted lines ``<relative path>\t<size in bytes>\n`` of
+every regular file under it. Hashing 140 GB of JPEGs before every run is impractical; the
+listing catches a missing, extra, renamed, truncated or re-encoded file from one ``stat`` per
+file (seconds), though not a same-size corruption.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -22,9 +30,50 @@ def sha256(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+LISTING_SCHEME = "sha256-of-sorted-path-tab-size-lines/1"
+
+
+def listing(split_dir: Path) -> tuple[int, int, str]:
+    """(class folders, files, listing SHA-256) of one split folder, as ``dataset.listing`` pins them."""
+    lines: list[str] = []
+    classes = 0
+    pending = [(Path(split_dir), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        with os.scandir(folder) as entries:  # one stat per file, cached by the DirEntry
+            for e in entries:
+                if e.is_dir():
+                    classes += prefix == ""
+                    pending.append((Path(e.path), f"{prefix}{e.name}/"))
+                elif e.is_file():
+                    lines.append(f"{prefix}{e.name}\t{e.stat().st_size}\n")
+    lines.sort()
+    h = hashlib.sha256()
+    for line in lines:
+        h.update(line.encode("utf-8", "surrogateescape"))
+    return classes, len(lines), h.hexdigest()
+
+
+def verify_listing(spec: dict, folder: Path) -> list[str]:
+    """Problems of each split folder against the rules' ``dataset.listing`` (a null sha256: counts only)."""
+    problems = []
+    for split, pin in spec["splits"].items():
+        split_dir = Path(folder) / split
+        if not split_dir.is_dir():
+            problems.append(f"{split_dir}: missing")
+            continue
+        classes, files, digest = listing(split_dir)
+        if (classes, files) != (pin["classes"], pin["files"]):
+            problems.append(f"{split_dir}: {classes} class folders and {files} files, "
+                            f"rules say {pin['classes']} and {pin['files']}")
+        elif pin["sha256"] is not None and digest != pin["sha256"]:
+            problems.append(f"{split_dir}: listing sha256 {digest[:16]}..., rules say {pin['sha256'][:16]}...")
+    return problems
+
+
 def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
     """What is missing or differs from the rules' checksums (empty: the data matches)."""
-    problems = []
+    problems = verify_listing(rules.dataset["listing"], folder) if "listing" in rules.dataset else []
     for name, expected in rules.dataset["files"].items():
         path = Path(folder) / name
         if not path.is_file():
@@ -32,3 +81,11 @@ def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
         elif (actual := sha256(path)) != expected:
             problems.append(f"{path}: sha256 {actual[:16]}..., rules say {expected[:16]}...")
     return problems
+
+
+if __name__ == "__main__":  # print the ``dataset.listing`` block of a folder, to pin it in a rule file
+    import sys
+
+    for split in sys.argv[2:] or ["train", "val"]:
+        n_classes, n_files, sha = listing(Path(sys.argv[1]) / split)
+        print(f"    {split}: {{classes: {n_classes}, files: {n_files}, sha256: {sha}}}")

@@ -32,6 +32,11 @@ def render_markdown(version: str, rules_dir: Path | None = None) -> str:
                 f"  - train: {d['split']['train']}; evaluation: {d['split']['eval']}",
                 f"  - default folder `{d['default_dir']}`" + (f", or `${d['env_var']}`" if d.get("env_var") else ""),
                 *[f"  - `{f}` sha256 `{h}`" for f, h in d["files"].items()],
+                *[f"  - `{split}/`: {pin['classes']} class folders, {pin['files']} files, listing sha256 "
+                  + (f"`{pin['sha256']}`" if pin["sha256"] else "not pinned yet (counts checked)")
+                  for split, pin in d.get("listing", {}).get("splits", {}).items()],
+                *[f"  - archive `{a}`: " + ", ".join(f"{k} `{v}`" for k, v in sums.items())
+                  for a, sums in d.get("archives", {}).items()],
                 f"- **Reference model**: `{r.reference_model['id']}`: {r.reference_model['description'].strip()}",
                 f"- **Quality**: {m['name']} {'>=' if r.higher_is_better else '<='} {m['target']:g} "
                 f"({m['direction']} is better). Source: {m['source'].strip()}",

@@ -133,3 +133,13 @@ def test_nvml_init_failure_is_unavailable():
     nv.nvmlInit = boom
     meter = energy.open_meter("cuda:0", pynvml=nv)
     assert meter.method == energy.UNAVAILABLE and "driver not loaded" in meter.reason
+
+
+def test_nvml_by_uuid():
+    nv = FakeNVML(archs=(7, 7))
+    nv.nvmlDeviceGetHandleByUUID = lambda uuid: {"GPU-b": 1}[uuid]
+    m = energy.NvmlMeter(["GPU-b"], pynvml=nv)
+    m.start()
+    nv.energy_mj[1] += 2000
+    nv.energy_mj[0] += 9000  # another process's GPU: not ours
+    assert m.joules() == pytest.approx(2.0)

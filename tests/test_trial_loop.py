@@ -73,6 +73,10 @@ def test_eval_windows_are_excluded_from_train_time_and_energy(tmp_path):
     total_ms = at("run_stop")[0] - at("run_start")[0]
     eval_ms = sum(b - a for a, b in zip(at("eval_start"), at("eval_stop")))
     assert (total_ms - eval_ms) / 1000 == pytest.approx(res.train_time_s, abs=0.002)
+    joules = lambda key: [e["metadata"]["trainmark_energy_j"] for e in ev if e["key"] == key]  # noqa: E731
+    train_j = joules("run_stop")[0] - joules("run_start")[0] - sum(
+        b - a for a, b in zip(joules("eval_start"), joules("eval_stop")))
+    assert train_j == pytest.approx(res.train_energy_j)
     assert [e["value"] for e in ev if e["key"] == "eval_accuracy"] == [0.5, 0.7, 0.95]
     assert ev[-1]["key"] == "run_stop" and ev[-1]["metadata"]["status"] == "success"
     assert {e["key"] for e in ev} >= {"seed", "global_batch_size", "opt_base_learning_rate", "init_start",

@@ -1,0 +1,65 @@
+"""inception-mini: torchvision's Inception v3, every width divided by ``DIVISOR``, on Fashion-MNIST.
+
+torchvision's own ``Inception3`` class, built from its own ``BasicConv2d`` and ``InceptionA`` to
+``InceptionE`` blocks: each block is given a ``conv_block`` that divides both channel counts by
+``DIVISOR`` (every width in Inception v3 is a multiple of 8, so the blocks' concatenations still
+fit). The stem is re-plumbed for 28x28 one-channel images: padded 3x3 convolutions and one
+max-pool (28 -> 13), so the blocks see 13x13 (Mixed_5), 6x6 (Mixed_6) and 2x2 (Mixed_7) maps where
+the full network sees 35x35, 17x17 and 8x8. No auxiliary classifier: its 5x5 head needs the 17x17
+maps it is built for. Initialised as ``Inception3.__init__`` initialises (truncated normal).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from torch import nn
+from torchvision.models.inception import (BasicConv2d, Inception3, InceptionA, InceptionAux, InceptionB,
+                                          InceptionC, InceptionD, InceptionE)
+
+from trainmark.reference.fashion_mnist_classifier import FashionMnistClassifier
+from trainmark.reference.registry import register
+
+DIVISOR = 8
+DROPOUT = 0.0
+
+
+def narrow_conv(in_channels: int, out_channels: int, divisor: int = DIVISOR, **kwargs) -> BasicConv2d:
+    """BasicConv2d with both widths divided by ``divisor`` (the image's 3 input channels excepted)."""
+    return BasicConv2d(in_channels // divisor if in_channels >= divisor else in_channels,
+                       out_channels // divisor, **kwargs)
+
+
+def _init(module: nn.Module) -> None:
+    """The initialisation Inception3.__init__ applies, for the modules replaced after it."""
+    for m in module.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.trunc_normal_(m.weight, mean=0.0, std=float(getattr(m, "stddev", 0.1)), a=-2, b=2)
+        elif isinstance(m, nn.BatchNorm2d):
+            nn.init.constant_(m.weight, 1)
+            nn.init.constant_(m.bias, 0)
+
+
+def inception_mini(num_classes: int = 10, divisor: int = DIVISOR, dropout: float = DROPOUT) -> Inception3:
+    conv = partial(narrow_conv, divisor=divisor)
+    blocks = [conv] + [partial(b, conv_block=conv) for b in
+                       (InceptionA, InceptionB, InceptionC, InceptionD, InceptionE, InceptionAux)]
+    model = Inception3(num_classes=num_classes, aux_logits=False, init_weights=True, inception_blocks=blocks,
+                       dropout=dropout)
+    # Stem for 28x28x1: padded convolutions, one max-pool (28 -> 13) instead of two strides and two pools.
+    model.Conv2d_1a_3x3 = conv(1, 32, kernel_size=3, padding=1)
+    model.Conv2d_2a_3x3 = conv(32, 32, kernel_size=3, padding=1)
+    model.Conv2d_4a_3x3 = conv(80, 192, kernel_size=3, padding=1)
+    model.maxpool2 = nn.Identity()
+    model.fc = nn.Linear(2048 // divisor, num_classes)
+    for replaced in (model.Conv2d_1a_3x3, model.Conv2d_2a_3x3, model.Conv2d_4a_3x3, model.fc):
+        _init(replaced)
+    return model
+
+
+@register
+class InceptionMini(FashionMnistClassifier):
+    name = "inception-mini"
+
+    def build_model(self) -> nn.Module:
+        return inception_mini(self.num_classes)
