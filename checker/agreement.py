@@ -23,7 +23,7 @@ def check_agreement(text_lines: list[LoggedEpoch], text_rel: str, records: dict[
         by_trial.setdefault(item.entry.trial, []).append(item)
     for trial in sorted(by_trial.keys() - records.keys()):
         first = by_trial[trial][0]
-        findings.add("AGREE-001", text_rel, f"line {first.line}: trial {trial} has no result_{trial}.txt",
+        findings.add("AGREE-001", text_rel, f"line {first.line}: trial {trial} has no readable result_{trial}.txt",
                      line=first.line, expected=f"result_{trial}.txt", seen=f"trial {trial} in epochs.log only")
     for trial in sorted(records.keys() - by_trial.keys()):
         rec = records[trial]

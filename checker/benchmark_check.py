@@ -155,6 +155,7 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
                          expected=f"result_{k}.txt", seen="missing")
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
+    trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
     _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
     scoring = rules.scoring
     result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),

@@ -71,8 +71,9 @@ _RULES = [
          "and system folders the file lies in"),
     Rule("MLLOG-007", ERROR, "trainmark_trial_result disagrees with the figures recomputed from the events",
          "do not edit result files; the summary must agree with the event times (0.05 s per trial)"),
-    Rule("MLLOG-008", WARNING, "the logged energy summary disagrees with the per-epoch energies",
-         "train_energy_j should be the sum of the epochs' trainmark_train_energy_j"),
+    Rule("MLLOG-008", WARNING, "the logged energy summary disagrees with the meter readings",
+         "train_energy_j must equal (E[run_stop] - E[run_start]) - sum(E[eval_stop] - E[eval_start]), "
+         "E being the trainmark_energy_j readings"),
     Rule("MLLOG-009", ERROR, "the compliance engine could not evaluate the file",
          "fix the lines reported with it; the file is treated as failing compliance"),
     # Agreement of the two logs
@@ -93,6 +94,11 @@ _RULES = [
          "rerun the benchmark; at most scoring.max_not_converged trials may miss the target"),
     Rule("TARGET-004", ERROR, "a trial ran more epochs than the rules' max_epochs",
          "stop a trial at max_epochs"),
+    Rule("CONVERGE-001", ERROR, "closed division: epochs to target faster than the reference convergence allows",
+         "train with the reference recipe within the closed division's limits; the rules' convergence points "
+         "come from reference runs (see rules/<version>/<benchmark>.yaml, convergence)"),
+    Rule("CONVERGE-002", WARNING, "no reference convergence points at this global batch size: not verified",
+         "use a batch size the rules measured, or ask for reference runs at yours"),
     Rule("TARGET-005", WARNING, "a trial went on after reaching the target",
          "stop the clock at the first evaluation that reaches the target"),
     Rule("TRIAL-001", ERROR, "a trial is missing",
@@ -149,6 +155,8 @@ _RULES = [
          "MLPerf allows 1 dropped run (4 for unet3d)"),
     Rule("MLPERF-004", WARNING, "fewer MLPerf result files than MLPerf requires for the benchmark",
          "submit the number of runs MLPerf's rules require"),
+    Rule("CHECKER-001", ERROR, "the checker itself failed on this folder (a bug in trainmark)",
+         "report it with the message; the folder was not fully checked"),
     Rule("MLPERF-005", WARNING, "scaling.json is not a JSON object with a positive scaling_factor (ignored)",
          "scaling.json is written by MLPerf's review: {\"scaling_factor\": <number>}"),
 ]

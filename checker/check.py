@@ -57,6 +57,23 @@ class RulesProvider:
         return self.ruleset(chosen).get(benchmark)
 
 
+def _check_benchmark(folder, tree: SafeTree, ctx: TrainmarkContext, names: set[str], divisions: dict, root: Path,
+                     options: CheckOptions, findings: Findings) -> BenchmarkResult | None:
+    if folder.benchmark in names:
+        return check_trainmark_benchmark(folder, tree, ctx, findings)
+    if folder.division is None and is_mlperf_benchmark(folder.benchmark):
+        ruleset = options.mlperf_ruleset or infer_ruleset(root)
+        result = BenchmarkResult("mlperf", folder.rel, folder.benchmark, divisions.get((folder.submitter, folder.system)),
+                                 folder.submitter, folder.system, rules_version=f"mlperf-training-{ruleset}")
+        score = score_mlperf_benchmark(folder, tree, ruleset, findings)
+        result.score = score.to_dict()
+        result.trials = [vars(r) for r in score.runs]
+        return result
+    findings.add("LAYOUT-006", folder.rel, f"no rules for benchmark {folder.benchmark!r}",
+                 expected=f"one of {', '.join(sorted(names))}", seen=folder.benchmark)
+    return None
+
+
 def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
     options = options or CheckOptions()
     path = Path(path)
@@ -88,18 +105,14 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
         ctx = TrainmarkContext(rules, ReferenceStructures(options.reference_builder), Path(compliance_dir),
                                report.notes)
         for folder in layout.benchmarks:
-            if folder.benchmark in names:
-                report.benchmarks.append(check_trainmark_benchmark(folder, tree, ctx, findings))
-            elif folder.division is None and is_mlperf_benchmark(folder.benchmark):
-                ruleset = options.mlperf_ruleset or infer_ruleset(root)
-                result = BenchmarkResult("mlperf", folder.rel, folder.benchmark,
-                                         divisions.get((folder.submitter, folder.system)), folder.submitter,
-                                         folder.system, rules_version=f"mlperf-training-{ruleset}")
-                score = score_mlperf_benchmark(folder, tree, ruleset, findings)
-                result.score = score.to_dict()
-                result.trials = [vars(r) for r in score.runs]
+            try:
+                result = _check_benchmark(folder, tree, ctx, names, divisions, root, options, findings)
+            except UserError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the other folders
+                findings.add("CHECKER-001", folder.rel, f"checking {folder.rel or '.'} failed: "
+                             f"{type(exc).__name__}: {exc}", expected="a complete check", seen=type(exc).__name__)
+                continue
+            if result is not None:
                 report.benchmarks.append(result)
-            else:
-                findings.add("LAYOUT-006", folder.rel, f"no rules for benchmark {folder.benchmark!r}",
-                             expected=f"one of {', '.join(sorted(names))}", seen=folder.benchmark)
     return report

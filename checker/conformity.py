@@ -25,7 +25,7 @@ ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
 def registry_builder(rules: BenchmarkRules):
     """The reference model from ``trainmark.reference.registry`` (imported only when needed)."""
     registry = importlib.import_module("trainmark.reference.registry")
-    return registry.get(rules.name).build_model()
+    return registry.get(rules.reference_model["id"]).build_model()  # as the harness does
 
 
 class ReferenceStructures:
@@ -76,7 +76,7 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
         text = raw.decode("utf-8")
         desc = json.loads(text)
     except RecursionError:
-        findings.add("CONFORM-001", rel, f"{rel}: JSON nested too deeply", expected="structure JSON")
+        findings.add("CONFORM-001", rel, f"JSON nested too deeply", expected="structure JSON")
         return None, ""
     except (UnicodeDecodeError, ValueError) as exc:
         findings.add("CONFORM-001", rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
@@ -84,16 +84,16 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
         return None, ""
     problem = _shape_problem(desc)
     if problem:
-        findings.add("CONFORM-001", rel, f"{rel}: {problem}", expected=f"format {structure.FORMAT}", seen=problem)
+        findings.add("CONFORM-001", rel, f"{problem}", expected=f"format {structure.FORMAT}", seen=problem)
         return None, text
     recomputed = structure.fingerprint(desc)
     if recomputed != desc["fingerprint"]:
-        findings.add("CONFORM-001", rel, f"{rel}: the fingerprint does not match the described structure (edited?)",
+        findings.add("CONFORM-001", rel, f"the fingerprint does not match the described structure (edited?)",
                      line=_line_of(text, "fingerprint", desc["fingerprint"]), expected=recomputed,
                      seen=desc["fingerprint"])
     count = sum(math.prod(p["shape"]) for p in desc["parameters"])
     if count != desc["parameter_count"]:
-        findings.add("CONFORM-001", rel, f"{rel}: parameter_count {desc['parameter_count']} but the parameters "
+        findings.add("CONFORM-001", rel, f"parameter_count {desc['parameter_count']} but the parameters "
                      f"add up to {count}", line=_line_of(text, "parameter_count"), expected=count,
                      seen=desc["parameter_count"])
     return desc, text
@@ -152,9 +152,9 @@ def check_weights(tree: SafeTree, rel: str, desc: dict | None, findings: Finding
             problems.append((f"tensor {name!r}: structure.json says {_tensor(expected[name])}, the weights hold "
                              f"{_tensor(table[name])}", _tensor(expected[name]), _tensor(table[name])))
     for message, want, got in problems[:limit]:
-        findings.add("CONFORM-005", rel, f"{rel}: {message}", expected=want, seen=got)
+        findings.add("CONFORM-005", rel, f"{message}", expected=want, seen=got)
     if len(problems) > limit:
-        findings.add("CONFORM-005", rel, f"{rel}: and {len(problems) - limit} more tensor differences",
+        findings.add("CONFORM-005", rel, f"and {len(problems) - limit} more tensor differences",
                      expected="tensors as in structure.json", seen=f"{len(problems)} differences")
 
 
@@ -168,18 +168,25 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
     from trainmark.harness import structure
     if structure.fingerprint(desc) == reference["fingerprint"]:
         return
-    differences = structure.diff(reference, desc)
+    differences = _ordered(structure.diff(reference, desc, limit=10**6))
     if division == "closed":
-        findings.add("CONFORM-002", rel, f"{rel}: the model is not the reference model: " + "; ".join(differences),
+        findings.add("CONFORM-002", rel, f"the model is not the reference model: " + "; ".join(differences),
                      line=_first_difference_line(text, reference, desc), expected=reference["fingerprint"],
                      seen=desc["fingerprint"])
         return
     flops = record.value("trainmark_flops_per_step") if record is not None else None
-    findings.add("CONFORM-003", rel, f"{rel}: {desc['parameter_count']} parameters (reference "
+    findings.add("CONFORM-003", rel, f"{desc['parameter_count']} parameters (reference "
                  f"{reference['parameter_count']}); FLOPs per step {flops if flops is not None else 'not logged'} "
                  f"(reference: not known to the checker); {len(differences)} structural differences: "
                  + "; ".join(differences[:5]), expected=f"{reference['parameter_count']} parameters",
                  seen=f"{desc['parameter_count']} parameters")
+
+
+def _ordered(differences: list[str], limit: int = 12) -> list[str]:
+    """Modules first (where a reviewer looks), then parameters, then buffers; at most ``limit``."""
+    kinds = ("module", "parameter", "buffer")
+    ordered = sorted(differences, key=lambda d: next((i for i, k in enumerate(kinds) if d.startswith(k)), 3))
+    return ordered[:limit] + ([f"... and {len(ordered) - limit} more"] if len(ordered) > limit else [])
 
 
 def _first_difference_line(text: str, reference: dict, desc: dict) -> int | None:

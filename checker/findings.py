@@ -15,7 +15,10 @@ MAX_TEXT = 400  # expected/seen quote submission content: keep a reviewer's scre
 
 def clip(text: Any, limit: int = MAX_TEXT) -> str:
     """A printable, bounded rendering of submitted content."""
-    s = (text if isinstance(text, str) else repr(text))[: limit * 4]
+    try:
+        s = (text if isinstance(text, str) else repr(text))[: limit * 4]
+    except RecursionError:
+        s = f"<{type(text).__name__} nested too deeply to show>"
     if not s.isprintable():
         s = "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
     return s if len(s) <= limit else s[: limit - 3] + "..."

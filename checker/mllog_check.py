@@ -93,7 +93,7 @@ def check_summary(record: TrialRecord, findings: Findings) -> None:
     logged_energy = summary.get("train_energy_j")
     if "train_energy_j" in summary and not _same_energy(logged_energy, record.train_energy_j):
         findings.add("MLLOG-008", record.rel, f"trainmark_trial_result train_energy_j is {logged_energy!r}, the "
-                     f"epochs sum to {record.train_energy_j!r}" + (f" ({record.energy_reason})"
+                     f"meter readings give {record.train_energy_j!r}" + (f" ({record.energy_reason})"
                                                                      if record.train_energy_j is None else ""),
                      line=line, expected=record.train_energy_j, seen=logged_energy)
 

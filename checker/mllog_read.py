@@ -17,6 +17,7 @@ from trainmark.checker.findings import Findings, clip
 
 TOKEN = ":::MLLOG "
 MAX_LINE = 1 << 20  # one MLLOG record is a few hundred bytes
+MAX_DEPTH = 32      # nesting of a record; deeper values would make repr() and the engine recurse
 EVENT_TYPES = ("POINT_IN_TIME", "INTERVAL_START", "INTERVAL_END")
 
 
@@ -31,6 +32,17 @@ class Event:
     event_type: str | None
 
 
+def nesting_depth(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (iteratively: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def parse_record(payload: str, strict: bool) -> tuple[dict | None, str]:
     """The JSON record of one line, or ``None`` and why it is not a valid one."""
     try:
@@ -41,6 +53,8 @@ def parse_record(payload: str, strict: bool) -> tuple[dict | None, str]:
         return None, f"not valid JSON ({exc})"
     if not isinstance(record, dict):
         return None, f"the JSON is a {type(record).__name__}, not an object"
+    if nesting_depth(record) > MAX_DEPTH:
+        return None, f"the JSON is nested more than {MAX_DEPTH} levels deep"
     for name in ("time_ms", "key", "value", "metadata"):
         if name not in record:
             return None, f"the record has no {name!r}"

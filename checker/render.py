@@ -66,16 +66,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
         if not console.is_terminal:  # a pipe or file: wide enough to keep a finding on few lines
             console = Console(soft_wrap=False, width=max(console.width, 160))
     console.print(f"[bold]trainmark check[/bold] {escape(report.path)} ({report.level})")
-    if len(report.findings):
-        table = Table(title="Findings", show_lines=True, expand=True)
-        for name, ratio in (("rule", 1), ("severity", 1), ("where", 2), ("what", 4), ("expected / seen", 3),
-                            ("how to fix", 3)):
-            table.add_column(name, ratio=ratio, overflow="fold")
-        for f in report.findings:
-            where = f"{f.file or '.'}" + (f":{f.line}" if f.line else "")
-            table.add_row(f.rule, f"[{_STYLE[f.severity]}]{f.severity}[/]", escape(where), escape(f.message),
-                          escape(f"expected: {f.expected}\nseen: {f.seen}"), escape(f.fix))
-        console.print(table)
+    for f in report.findings:  # one block per finding: paths stay whole at any width
+        where = (f.file or ".") + (f":{f.line}" if f.line else "")
+        console.print(f"[{_STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.rule}[/bold]  {escape(where)}")
+        console.print(f"  {escape(f.message)}", highlight=False)
+        if f.expected or f.seen:
+            console.print(f"  expected: {escape(f.expected)}  seen: {escape(f.seen)}", highlight=False)
+        console.print(f"  [dim]fix: {escape(f.fix)}[/dim]", highlight=False)
     rows = summary_rows(report)
     if rows:
         table = Table(title="Scores (recomputed from the MLLOG event times)", expand=True)

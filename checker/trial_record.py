@@ -1,8 +1,9 @@
 """One trial's figures, recomputed from its MLLOG events (never from a summary file).
 
 train time = (run_stop - run_start) - sum of (eval_stop - eval_start), from ``time_ms``;
-train energy = sum of the epochs' ``trainmark_train_energy_j``. A figure that cannot be
-computed is ``None`` with the reason, never 0.
+train energy the same way from the meter's cumulative readings, metadata ``trainmark_energy_j`` of
+run_start, run_stop, eval_start and eval_stop. A figure that cannot be computed is ``None`` with
+the reason, never 0.
 """
 from __future__ import annotations
 
@@ -80,11 +81,11 @@ def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRul
     eval_open: float | None = None
     eval_ms = 0.0
     unmatched = 0
-    train_energy: float | None = 0.0
-    eval_energy: float | None = 0.0
-    energy_reason = ""
+    readings: dict[str, list[tuple[Any, int]]] = {"run_start": [], "run_stop": [], "eval_start": [], "eval_stop": []}
     for e in events:
         record.points.setdefault(e.key, Logged(e.value, e.line))
+        if e.key in readings:
+            readings[e.key].append((e.metadata.get("trainmark_energy_j"), e.line))
         if e.key == "init_start" and init_start is None:
             init_start = e.time_ms
         elif e.key == "init_stop" and init_stop is None:
@@ -95,13 +96,6 @@ def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRul
             record.run_stop = e
         elif e.key == "epoch_stop":
             record.epochs_trained += 1
-            energy = e.metadata.get("trainmark_train_energy_j")
-            if _number(energy) is None and train_energy is not None:
-                train_energy = None
-                energy_reason = (f"epoch {e.metadata.get('epoch_num')}'s trainmark_train_energy_j is {energy!r} "
-                                 f"(energy method {record.value('trainmark_energy_method')!r}, line {e.line})")
-            elif train_energy is not None:
-                train_energy += float(energy)
         elif e.key == "eval_start":
             unmatched += eval_open is not None
             eval_open = e.time_ms
@@ -113,8 +107,6 @@ def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRul
             else:
                 eval_ms += e.time_ms - eval_open
                 eval_open = None
-            energy = e.metadata.get("trainmark_eval_energy_j")
-            eval_energy = None if eval_energy is None or _number(energy) is None else eval_energy + float(energy)
             for ev in record.evals:
                 if ev.epoch == e.metadata.get("epoch_num") and ev.stop_ms is None:
                     ev.stop_ms, ev.stop_line = e.time_ms, e.line
@@ -122,7 +114,7 @@ def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRul
     if init_start is not None and init_stop is not None:
         record.init_time_s = (init_stop - init_start) / 1000
     _times(record, eval_ms, unmatched)
-    _energies(record, train_energy, eval_energy, energy_reason)
+    _energies(record, readings)
     if record.evals:
         record.final_metric = _number(record.evals[-1].accuracy)
     record.converged = bool(rules is not None and record.final_metric is not None
@@ -143,15 +135,25 @@ def _times(record: TrialRecord, eval_ms: float, unmatched: int) -> None:
     record.train_time_s = (total_ms - eval_ms) / 1000
 
 
-def _energies(record: TrialRecord, train: float | None, evals: float | None, reason: str) -> None:
+def _energies(record: TrialRecord, readings: dict[str, list[tuple[Any, int]]]) -> None:
+    """Train and total energy from the cumulative meter readings, exactly as time from time_ms."""
     if not record.evals:
         record.energy_reason = "no epoch was logged"
         return
-    if train is None:
-        record.energy_reason = reason
+    for key, values in readings.items():
+        for value, line in values:
+            if _number(value) is None:
+                summary = record.value("trainmark_trial_result")
+                said = summary.get("energy_reason") if isinstance(summary, dict) else None
+                record.energy_reason = (f"{key}'s trainmark_energy_j is {value!r} (line {line}, energy method "
+                                        f"{record.value('trainmark_energy_method')!r})"
+                                        + (f"; the harness says: {said}" if isinstance(said, str) and said else ""))
+                return
+    if len(readings["run_start"]) != 1 or len(readings["run_stop"]) != 1 or \
+            len(readings["eval_start"]) != len(readings["eval_stop"]):
+        record.energy_reason = "run or eval windows without their pair: energy not known"
         return
-    record.train_energy_j = train
-    if evals is None:
-        record.energy_reason = "an eval_stop's trainmark_eval_energy_j is null: total energy not known"
-    else:
-        record.total_energy_j = train + evals
+    total = float(readings["run_stop"][0][0]) - float(readings["run_start"][0][0])
+    evals = sum(float(b[0]) - float(a[0]) for a, b in zip(readings["eval_start"], readings["eval_stop"]))
+    record.total_energy_j = total
+    record.train_energy_j = total - evals

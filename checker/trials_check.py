@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from trainmark.checker.findings import Findings
 from trainmark.checker.trial_record import TrialRecord
+from trainmark.rules import convergence
 from trainmark.rules.ruleset import BenchmarkRules
 
 
@@ -73,3 +74,26 @@ def _allowed(rules: BenchmarkRules, key: str, division: str) -> str:
     if isinstance(rule, dict):
         return f"in [{rule['min']}, {rule['max']}]"
     return "any value"
+
+
+def check_convergence(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, division: str,
+                      findings: Findings) -> None:
+    """Closed division: epochs-to-target no faster than the reference convergence points allow."""
+    if division != "closed":
+        return
+    converged = [r for r in records if r.converged]
+    batch = {r.value("global_batch_size") for r in converged}
+    if not converged or len(batch) != 1 or type(next(iter(batch))) is not int:
+        return  # nothing to judge, or the batch size is already reported elsewhere
+    points = rules.convergence["points"]
+    if not points:
+        return
+    verdict = convergence.check(points, next(iter(batch)), [r.epochs for r in converged])
+    if verdict.ok is None:
+        findings.add("CONVERGE-002", folder_rel, verdict.message,
+                     expected=f"a global batch size the rules measured ({[p['global_batch_size'] for p in points]})",
+                     seen=next(iter(batch)))
+    elif not verdict.ok:
+        findings.add("CONVERGE-001", folder_rel, verdict.message,
+                     expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
+                     seen=f"{verdict.submission_mean:.2f}")

@@ -270,6 +270,37 @@ def _memory_cases(device, quick: bool) -> list[tuple[str, int, Callable[[], obje
     ]
 
 
+class OtherLoad:
+    """Share of the CPUs other processes used while we measured (from /proc/stat minus our own
+    CPU time). On a shared machine a busy neighbour slows every figure; the report says so."""
+
+    def __init__(self, stat: str = "/proc/stat"):
+        self.stat = stat
+        self.start = self._read()
+
+    def _read(self):
+        import resource
+
+        try:
+            with open(self.stat) as fh:
+                fields = [int(x) for x in fh.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK")
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / hz   # all but idle and iowait; guest is in user
+        own = sum(getattr(resource.getrusage(w), a) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                  for a in ("ru_utime", "ru_stime"))
+        return time.monotonic(), busy, own
+
+    def percent(self) -> float | None:
+        end = self._read()
+        if self.start is None or end is None or end[0] <= self.start[0]:
+            return None
+        wall = (end[0] - self.start[0]) * (os.cpu_count() or 1)
+        other = (end[1] - self.start[1]) - (end[2] - self.start[2])
+        return round(max(0.0, 100 * other / wall), 1)
+
+
 # ---------------------------------------------------------------- the run
 
 def _device_name(device) -> str:
@@ -304,6 +335,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             progress(row)
 
     flop_cache = {s.name: shape_flops(s) for s in shapes}
+    load = OtherLoad() if device.type == "cpu" else None
     for dtype_name in dtypes:
         if dtype_name not in DTYPES:
             skipped.append({"dtype": dtype_name, "reason": "fp8 GEMMs need torch._scaled_mm with scale "
@@ -360,6 +392,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
         "results": results,
         "bandwidth": bandwidth,
         "skipped": skipped,
+        "other_cpu_load_pct": load.percent() if load else None,
     }
     report["summary"] = summarize(report)
     return report
@@ -456,6 +489,10 @@ def format_report(report: dict) -> str:
         lines.append(f"{dtype}: ceiling {s['ceiling_tflops']:.4g} TFLOP/s ({s['ceiling_name']} {s['ceiling_pass']}, "
                      f"{s['ceiling_backend']}); {s['peak_kind'] or 'datasheet'} peak "
                      f"{_fmt(s['datasheet_tflops'], '.4g')} TFLOP/s; {_verdict(s)}")
+    busy = report.get("other_cpu_load_pct")
+    if busy is not None and busy > 10:
+        lines.append(f"warning: other processes used {busy:.0f} % of the CPUs during the measurement: "
+                     "the figures above are lower than this machine can do")
     for sk in report.get("skipped", []):
         lines.append(f"skipped: {sk.get('dtype')} {sk.get('name', '')} {sk.get('pass', '')}: {sk['reason']}")
     return "\n".join(lines)

@@ -205,16 +205,18 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
             eval_windows.append(ev)
             record.eval_s, record.eval_j, record.metric = ev.seconds, ev.joules, metric
             record.eval_time_unix = monitor.wall_s(ev.end_s)
-            res.final_metric = metric
-            log.event("eval_accuracy", metric, ms(ev.end_s), epoch_num=epoch)
+            finite = math.isfinite(metric)
+            if finite:  # both logs hold numbers only; a non-finite metric is told by the status
+                res.final_metric = metric
+                log.event("eval_accuracy", metric, ms(ev.end_s), epoch_num=epoch)
             log.end("eval_stop", ms(ev.end_s), epoch_num=epoch, trainmark_energy_j=ev.end_j,
                     trainmark_eval_energy_j=ev.joules)
+            if not finite:
+                res.status, res.error = "diverged", f"{cfg.metric_name} is {metric} after epoch {epoch}"
+                break
             if dist.is_main:
                 write_epoch_line(epochlog.format_line(record.eval_time_unix, cfg.trial, epoch, metric))
             progress.metric(f"{cfg.metric_name} {metric:.4f}")
-            if not math.isfinite(metric):
-                res.status, res.error = "diverged", f"non-finite {cfg.metric_name} after epoch {epoch}"
-                break
             if cfg.target_reached(metric):
                 res.status = "converged"
                 break

@@ -29,13 +29,18 @@ from trainmark.reference.speech_features import FeatureSpec, Frontend
 def length_buckets(lengths: torch.Tensor, local_batch: int, rank: int, world: int, generator: torch.Generator,
                    group_batches: int) -> list[torch.Tensor]:
     """This rank's batches (item indices) for one epoch: shuffled, sorted by length within
-    groups of ``group_batches`` global batches, global batches in random order, ragged end dropped."""
+    groups of ``group_batches`` global batches (the last group takes the remainder), global
+    batches in random order, the ragged end dropped."""
     n, size = len(lengths), local_batch * world
+    usable = n - n % size
     order = torch.randperm(n, generator=generator)
     group = size * group_batches
+    bounds = list(range(0, usable, group)) + [usable]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < group:
+        del bounds[-2]  # a short last group joins the one before, so no group is too small to sort
     batches = []
-    for start in range(0, n - n % size, group):
-        idx = order[start:min(start + group, n - n % size)]
+    for start, stop in zip(bounds, bounds[1:]):
+        idx = order[start:stop]
         idx = idx[torch.argsort(lengths[idx], stable=True)]
         batches.extend(idx[i:i + size] for i in range(0, len(idx), size))
     shuffled = torch.randperm(len(batches), generator=generator)

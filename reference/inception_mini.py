@@ -22,6 +22,7 @@ from trainmark.reference.registry import register
 
 DIVISOR = 8
 DROPOUT = 0.0
+ONE_OF_EACH = True
 
 
 def narrow_conv(in_channels: int, out_channels: int, divisor: int = DIVISOR, **kwargs) -> BasicConv2d:
@@ -40,20 +41,28 @@ def _init(module: nn.Module) -> None:
             nn.init.constant_(m.bias, 0)
 
 
-def inception_mini(num_classes: int = 10, divisor: int = DIVISOR, dropout: float = DROPOUT) -> Inception3:
+def inception_mini(num_classes: int = 10, divisor: int = DIVISOR, dropout: float = DROPOUT,
+                   one_of_each: bool = ONE_OF_EACH) -> Inception3:
     conv = partial(narrow_conv, divisor=divisor)
     blocks = [conv] + [partial(b, conv_block=conv) for b in
                        (InceptionA, InceptionB, InceptionC, InceptionD, InceptionE, InceptionAux)]
     model = Inception3(num_classes=num_classes, aux_logits=False, init_weights=True, inception_blocks=blocks,
                        dropout=dropout)
-    # Stem for 28x28x1: padded convolutions, one max-pool (28 -> 13) instead of two strides and two pools.
-    model.Conv2d_1a_3x3 = conv(1, 32, kernel_size=3, padding=1)
+    # Stem for 28x28x1: one stride-2 padded convolution (28 -> 14), padded 3x3s, no max-pool,
+    # where the full stem has two strides, two unpadded 3x3s and two max-pools (299 -> 35).
+    model.Conv2d_1a_3x3 = conv(1, 32, kernel_size=3, stride=2, padding=1)
     model.Conv2d_2a_3x3 = conv(32, 32, kernel_size=3, padding=1)
     model.Conv2d_4a_3x3 = conv(80, 192, kernel_size=3, padding=1)
-    model.maxpool2 = nn.Identity()
+    model.maxpool1 = model.maxpool2 = nn.Identity()
     model.fc = nn.Linear(2048 // divisor, num_classes)
-    for replaced in (model.Conv2d_1a_3x3, model.Conv2d_2a_3x3, model.Conv2d_4a_3x3, model.fc):
-        _init(replaced)
+    replaced = [model.Conv2d_1a_3x3, model.Conv2d_2a_3x3, model.Conv2d_4a_3x3, model.fc]
+    if one_of_each:  # one block of each kind, A to E, as resnet-mini keeps one block per stage
+        model.Mixed_5b = blocks[1](192, pool_features=64)  # 288 channels out, as Mixed_5d, for Mixed_6a
+        model.Mixed_5c = model.Mixed_5d = nn.Identity()
+        model.Mixed_6c = model.Mixed_6d = model.Mixed_6e = model.Mixed_7c = nn.Identity()
+        replaced.append(model.Mixed_5b)
+    for module in replaced:
+        _init(module)
     return model
 
 

@@ -23,7 +23,7 @@ from trainmark.reference.base import Reference
 from trainmark.reference.lstm_model import LSTMLanguageModel
 from trainmark.reference.registry import register
 
-EVAL_STREAMS = 16  # divides evenly among 1, 2, 4, 8 or 16 ranks
+EVAL_STREAMS = 64  # enough parallel work for a CPU; divides evenly among 1, 2, 4, ... 64 ranks
 
 
 class LSTMReference(Reference):

@@ -2,8 +2,9 @@
 
 ``log-mel``: torchaudio's MelSpectrogram, log(power + 1e-6) (the FSDD mini). ``linear``:
 the magnitude STFT, log(1 + |X|), as deepspeech.pytorch feeds Deep Speech 2 (LibriSpeech).
-Each utterance is normalised per frequency bin over its own valid frames (mean 0, std 1) and
-frames past its end are zero, so padding never changes an utterance's features.
+Frames are not centred (a frame never reaches past the samples it is given). Each utterance is
+normalised per frequency bin over its own valid frames (mean 0, std 1) and frames past its end
+are zero, so padding never changes an utterance's features.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ class FeatureSpec:
         return self.n_mels if self.kind == "log-mel" else self.n_fft // 2 + 1
 
     def frames(self, samples: torch.Tensor) -> torch.Tensor:
-        """Frames of a centred STFT for ``samples`` valid samples."""
-        return samples // self.hop_length + 1
+        """STFT frames that hold only valid samples (no centring, so padding never leaks in)."""
+        return ((samples - self.n_fft) // self.hop_length + 1).clamp(min=0)
 
 
 class Frontend(nn.Module):
@@ -38,7 +39,7 @@ class Frontend(nn.Module):
     def __init__(self, spec: FeatureSpec):
         super().__init__()
         self.spec = spec
-        window = dict(n_fft=spec.n_fft, win_length=spec.win_length, hop_length=spec.hop_length)
+        window = dict(n_fft=spec.n_fft, win_length=spec.win_length, hop_length=spec.hop_length, center=False)
         if spec.kind == "log-mel":
             self.transform = torchaudio.transforms.MelSpectrogram(spec.sample_rate, n_mels=spec.n_mels, **window)
         elif spec.kind == "linear":

@@ -131,5 +131,5 @@ def test_whole_check_on_mutated_folder(clean, tmp_path_factory, data):
         path.write_bytes(data.draw(mutated(path.read_bytes()[:4000])))
     report = check_path(root, CheckOptions(reference_builder=lambda r: synthetic.tiny_reference_model()))
     assert report.exit_code in (0, 1)
-    assert {f.rule for f in report.findings} <= set(RULE_IDS)
+    assert {f.rule for f in report.findings} <= set(RULE_IDS) - {"CHECKER-001"}
     report.to_dict()

@@ -77,6 +77,16 @@ def test_hostile_002_oversized_log_is_not_read(root):
     assert str(safefs.LOG_CAP + 1) in finding.seen
 
 
+def test_hostile_002_oversized_json_and_safetensors_header(root):
+    system = root / "closed/acme/systems/sys1.json"
+    system.write_text(" " * (safefs.JSON_CAP + 1) + "{}")
+    weights = root / BENCH / "trial_1" / "model.safetensors"
+    weights.write_bytes((200_000_000).to_bytes(8, "little") + b"{}")
+    report = check_path(root, TINY)
+    hit(report, "HOSTILE-002", "closed/acme/systems/sys1.json")
+    assert "at most 100000000" in hit(report, "CONFORM-004", f"{BENCH}/trial_1/model.safetensors").message
+
+
 def test_hostile_003_fifo_is_never_opened(root):
     log = root / BENCH / "epochs.log"
     log.unlink()
@@ -108,8 +118,8 @@ def test_hostile_005_code_files_are_reported_not_loaded(root, never_unpickle):
 
 
 def test_hostile_006_too_many_entries(root, monkeypatch):
-    monkeypatch.setattr(safefs, "MAX_ENTRIES", 8)
-    for i in range(9):
+    monkeypatch.setattr(safefs, "MAX_ENTRIES", 12)  # the benchmark folder has 11 entries
+    for i in range(10):
         (root / BENCH / "trial_1" / f"junk{i}").write_text("x")
     hit(check_path(root, TINY), "HOSTILE-006", f"{BENCH}/trial_1")
 

@@ -14,8 +14,8 @@ RULES = get_rules("resnet-mini")
 SUB = "closed/acme"
 BENCH = f"{SUB}/results/sys1/resnet-mini"
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())
-# epochs.log of the default plans: trials of 4, 5, 3, 4, 5 epochs
-TRIAL_LINES = {1: range(1, 5), 2: range(5, 10), 3: range(10, 13), 4: range(13, 17), 5: range(17, 22)}
+# epochs.log of the default plans: trials of 6, 5, 6, 5, 6 epochs
+TRIAL_LINES = {1: range(1, 7), 2: range(7, 12), 3: range(12, 18), 4: range(18, 23), 5: range(23, 29)}
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +58,11 @@ def test_clean_folder_passes_with_exact_scores(root):
     assert where(report) == []
     assert report.exit_code == 0
     (bench,) = report.benchmarks
-    # train time of trial k = epochs * epoch_s + 0.005 s: 130.005, 175.005, 112.505, 160.005, 212.505
-    assert bench.score["mean_train_time_s"] == pytest.approx(158.005)
-    assert bench.score["score_train_time_s"] == pytest.approx((130.005 + 175.005 + 160.005) / 3)
-    assert bench.score["mean_train_energy_j"] == pytest.approx(1500 * (4 + 5 + 3 + 4 + 5) / 5)
-    assert [t["train_time_s"] for t in bench.trials] == pytest.approx([130.005, 175.005, 112.505, 160.005, 212.505])
+    # train time of trial k = epochs * epoch_s + 0.005 s: 195.005, 175.005, 225.005, 200.005, 255.005
+    assert bench.score["mean_train_time_s"] == pytest.approx(210.005)
+    assert bench.score["score_train_time_s"] == pytest.approx((195.005 + 225.005 + 200.005) / 3)
+    assert bench.score["mean_train_energy_j"] == pytest.approx(1500 * (6 + 5 + 6 + 5 + 6) / 5)
+    assert [t["train_time_s"] for t in bench.trials] == pytest.approx([195.005, 175.005, 225.005, 200.005, 255.005])
 
 
 # -- epochs.log ---------------------------------------------------------------------------
@@ -81,7 +81,12 @@ def test_epochlog_001_invalid_utf8(root):
 
 def test_epochlog_002_duplicate_trial(root):
     edit_epochs_log(root, lambda lines: lines.append(lines[0]))
-    assert_finding(check_path(root, TINY), "EPOCHLOG-002", f"{BENCH}/epochs.log", 22)
+    assert_finding(check_path(root, TINY), "EPOCHLOG-002", f"{BENCH}/epochs.log", 29)
+
+
+def test_epochlog_002_trial_zero(root):
+    edit_epochs_log(root, lambda lines: lines.__setitem__(0, lines[0].replace("] \u2013 [1] \u2013 [1]", "] \u2013 [0] \u2013 [1]")))
+    assert_finding(check_path(root, TINY), "EPOCHLOG-002", f"{BENCH}/epochs.log", 1)
 
 
 def test_epochlog_003_epoch_skipped(root):
@@ -108,14 +113,16 @@ def test_epochlog_005_metric_outside_range(root, metric):
 def test_epochlog_006_truncated(root):
     path = root / BENCH / "epochs.log"
     path.write_bytes(path.read_bytes()[:-1])
-    assert_finding(check_path(root, TINY), "EPOCHLOG-006", f"{BENCH}/epochs.log", 21)
+    assert_finding(check_path(root, TINY), "EPOCHLOG-006", f"{BENCH}/epochs.log", 28)
     path.write_bytes(b"")
     assert_finding(check_path(root, TINY), "EPOCHLOG-006", f"{BENCH}/epochs.log", None)
 
 
 # -- MLLOG ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("broken", [':::MLLOG {"key": "seed", "value": 1}', ":::MLLOG {not json",
-                                    ':::MLLOG [1, 2]', "stray shell output", ':::MLLOG ' + "[" * 5000])
+                                    ':::MLLOG [1, 2]', "stray shell output", ':::MLLOG ' + "[" * 5000,
+                                    ':::MLLOG {"time_ms": 1, "key": "seed", "metadata": {}, "value": '
+                                    + "[" * 500 + "]" * 500 + "}"])
 def test_mllog_001_invalid_record(root, broken):
     lines = result_file(root, 2).read_text(encoding="utf-8").split("\n")
     lines[11] = broken
@@ -170,7 +177,7 @@ def test_mllog_007_summary_edited(root):
     line = synthetic.edit_mllog(result_file(root, 5), "trainmark_trial_result", faster)
     report = check_path(root, TINY)
     assert_finding(report, "MLLOG-007", f"{BENCH}/result_5.txt", line)
-    assert report.benchmarks[0].trials[4]["train_time_s"] == pytest.approx(212.505)  # never the summary's
+    assert report.benchmarks[0].trials[4]["train_time_s"] == pytest.approx(255.005)  # never the summary's
 
 
 def test_mllog_008_energy_summary_is_a_warning(root):
@@ -194,15 +201,26 @@ def test_mllog_009_engine_failure_is_a_finding(root, monkeypatch):
     assert report.exit_code == 1
 
 
+def test_checker_001_a_checker_bug_is_a_finding_for_that_folder_only(root, monkeypatch):
+    from trainmark.checker import benchmark_check
+
+    def bug(*args, **kwargs):
+        raise ZeroDivisionError("oops")
+    monkeypatch.setattr(benchmark_check, "check_agreement", bug)
+    report = check_path(root, TINY)
+    assert_finding(report, "CHECKER-001", BENCH, None)
+    assert report.exit_code == 1 and report.benchmarks == []
+
+
 # -- agreement of the logs ----------------------------------------------------------------
 def test_agree_001_trial_missing_from_text_log(root):
-    edit_epochs_log(root, lambda lines: lines.__delitem__(slice(16, 21)))
+    edit_epochs_log(root, lambda lines: lines.__delitem__(slice(22, 28)))
     assert_finding(check_path(root, TINY), "AGREE-001", f"{BENCH}/result_5.txt", 1)
 
 
 def test_agree_002_epoch_missing_from_text_log(root):
-    edit_epochs_log(root, lambda lines: lines.__delitem__(3))
-    assert_finding(check_path(root, TINY), "AGREE-002", f"{BENCH}/epochs.log", 3)
+    edit_epochs_log(root, lambda lines: lines.__delitem__(5))  # trial 1's last epoch
+    assert_finding(check_path(root, TINY), "AGREE-002", f"{BENCH}/epochs.log", 5)
 
 
 def test_agree_003_tampered_metric(root):
@@ -241,8 +259,8 @@ def test_target_002_one_miss_is_scored_as_slowest(tmp_path):
     finding = assert_finding(report, "TARGET-002", f"{BENCH}/result_1.txt")
     assert finding.severity == "warning" and report.exit_code == 0
     score = report.benchmarks[0].score
-    # trial 1 missed: dropped as the slowest; drop the fastest (112.505): mean of the other three
-    assert score["score_train_time_s"] == pytest.approx((175.005 + 160.005 + 212.505) / 3)
+    # trial 1 missed: dropped as the slowest; drop the fastest (175.005): mean of the other three
+    assert score["score_train_time_s"] == pytest.approx((225.005 + 200.005 + 255.005) / 3)
     assert score["trials_in_mean"] == 4
 
 
@@ -372,3 +390,22 @@ def test_system_002_breaks_schema(root):
     path.write_text(path.read_text().replace('"framework"', '"frame_work"'))
     finding = assert_finding(check_path(root, TINY), "SYSTEM-002", f"{SUB}/systems/sys1.json")
     assert "framework" in finding.message
+
+
+# -- convergence against the reference (rules' convergence points) ----------------------------
+def test_converge_001_closed_submission_too_fast(tmp_path):
+    plans = synthetic.default_plans(RULES)
+    for plan in plans:
+        plan.metrics = plan.metrics[-3:]  # every trial reaches the target after 3 epochs
+    synthetic.write_submission(tmp_path, RULES, synthetic.tiny_reference_model(), plans=plans)
+    report = check_path(tmp_path, TINY)
+    finding = assert_finding(report, "CONVERGE-001", BENCH, None)
+    assert finding.severity == "error" and report.exit_code == 1 and finding.seen == "3.00"
+
+
+def test_converge_002_batch_size_without_reference_is_a_warning(root):
+    for k in range(1, 6):
+        synthetic.edit_mllog(result_file(root, k), "global_batch_size", lambda r: {**r, "value": 1024})
+    report = check_path(root, TINY)
+    assert_finding(report, "CONVERGE-002", BENCH, None)
+    assert report.exit_code == 0

@@ -122,8 +122,6 @@ def test_evaluation_carries_state_and_splits_across_ranks():
     assert total == pytest.approx(whole, rel=1e-5)
     halves = [ref.evaluate(model, data, torch.device("cpu"), rank=r, world=2) for r in (0, 1)]
     assert sum(h[0] for h in halves) == pytest.approx(total, rel=1e-5) and sum(h[1] for h in halves) == count
-    # an untrained model is close to uniform over the vocabulary
-    assert 30 < ref.finalize_metric(total, count) < 120
 
 
 def test_training_windows_cover_the_stream_and_shift_by_one():

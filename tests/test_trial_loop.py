@@ -174,3 +174,20 @@ def test_open_division_custom_model(tmp_path, monkeypatch):
     assert json.loads((d / "trial_1" / "structure.json").read_text())["parameter_count"] == 18
     with pytest.raises(UserError, match="open division"):
         run_tiny(tmp_path, model="mymodels:build")
+
+
+def test_non_finite_metric_is_diverged_and_never_logged(tmp_path):
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    values = iter([0.5, float("inf")])
+    TinyTest.metric_override = staticmethod(lambda: next(values))
+    lines = []
+    ref = TinyTest()
+    log = TrialLog(tmp_path / "result_1.txt")
+    res, _ = run_trial(ref, ref.load_data(None), trial_config(rules), Monitor(FakeMeter(lambda: 0)), log,
+                       lines.append, TrialProgress(False), Dist(), ref.build_model)
+    log.close()
+    assert res.status == "diverged" and res.epochs == 2 and res.final_metric == 0.5 and "inf" in res.error
+    assert len(lines) == 1
+    ev = mllog_events(tmp_path / "result_1.txt")
+    assert [e["value"] for e in ev if e["key"] == "eval_accuracy"] == [0.5]
+    assert ev[-1]["metadata"]["status"] == "aborted"
