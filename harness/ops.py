@@ -168,8 +168,12 @@ def timer_for(device) -> CpuTimer | CudaTimer:
 
 
 def measure(fn: Callable[[], object], timer, *, warmup_s: float = 0.1, repeats: int = 5,
-            target_s: float = 0.1, min_warmup_calls: int = 2) -> Timing:
-    """Warm up, pick ``inner`` so one timing lasts about ``target_s``, then time ``repeats`` times."""
+            target_s: float = 0.1, min_warmup_calls: int = 1) -> Timing:
+    """Warm up, pick ``inner`` so one timing lasts about ``target_s``, then time ``repeats`` times.
+
+    Warm-up runs for ``warmup_s`` and at least ``min_warmup_calls`` calls (the first call pays for
+    kernel selection and allocation); the single call that sizes ``inner`` is a second warm call.
+    """
     calls, start = 0, time.perf_counter()
     while calls < min_warmup_calls or time.perf_counter() - start < warmup_s:
         fn()
@@ -307,7 +311,8 @@ def _device_name(device) -> str:
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return _peaks.cpu_peak(cpus=len(os.sched_getaffinity(0))).name if device.type == "cpu" else str(device)
+    peak = _peaks.device_peak(device) if device.type == "cpu" else None
+    return peak.name if peak else str(device)
 
 
 def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[str] = ("matmul", "conv2d", "memory"),

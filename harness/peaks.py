@@ -257,7 +257,11 @@ def device_peak(device) -> DevicePeak | None:
 
     device = torch.device(device)
     if device.type == "cpu":
-        return cpu_peak(cpus=len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        try:
+            return cpu_peak(cpus=cpus)
+        except (OSError, ValueError):  # no /proc/cpuinfo (not Linux) or no usable entry
+            return None
     if device.type == "cuda":
         return lookup(torch.cuda.get_device_name(device))
     return None

@@ -167,7 +167,9 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
         from trainmark.harness.energy import NullMeter
         meter = NullMeter("no energy meter given")
     name = benchmark or getattr(ref, "name", type(ref).__name__)
-    common = {"benchmark": name, "device": str(device), "device_name": peak.name if peak else str(device),
+    device_name = (torch.cuda.get_device_name(device) if device.type == "cuda"
+                   else peak.name if peak else str(device))
+    common = {"benchmark": name, "device": str(device), "device_name": device_name,
               "data": "real" if data is not None else "synthetic", "warmup_steps": settings.warmup_steps,
               "energy_method": meter.method, "energy_reason": meter.reason}
     flop_cache: dict[int, tuple[int | None, str | None]] = {}
@@ -236,7 +238,8 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
                     continue
                 point = measure(precision, b, True)
                 emit(point)
-                outcome[b] = point["status"] == "ok"
+                if point["status"] in ("ok", "oom"):  # a crash says nothing about memory
+                    outcome[b] = point["status"] == "ok"
                 if point["status"] == "oom":
                     oom_at = b
             if settings.oom_search:

