@@ -3,8 +3,10 @@ PyTorch loop on the same model, data, recipe and seed, measured side by side in 
 
     python benchmarks/harness_overhead.py [--benchmark resnet-mini] [--epochs 1] [--repeats 2]
 
-Runs alternate (bare, harness, bare, harness, ...) so drift on a shared machine hits both
-alike; the ratio of the medians is printed. Target: the harness costs at most 2%.
+Runs alternate in ABBA order (bare, harness, harness, bare, ...) so drift on a shared machine
+hits both alike; the ratio of the medians is printed. Target: the harness costs at most 2%.
+Run it on a quiet machine: with 2 cores, any other busy process slows PyTorch's OpenMP threads
+by far more than the effect being measured.
 """
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--benchmark", default="resnet-mini")
     ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=4)
     args = ap.parse_args()
     rules = get_rules(args.benchmark)
     ref = registry.get(rules.reference_model["id"])
@@ -82,9 +84,14 @@ def main() -> None:
     bare, harness = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
-            bare.append(bare_loop(ref, data, hp, args.epochs, seed=r))
-            harness.append(harness_loop(ref, data, rules, hp, args.epochs, seed=r, log_dir=Path(tmp)))
-            print(f"repeat {r + 1}: bare {bare[-1]:.0f} samples/s, harness {harness[-1]:.0f} samples/s", flush=True)
+            order = ("bare", "harness") if r % 2 == 0 else ("harness", "bare")
+            for which in order:
+                if which == "bare":
+                    bare.append(bare_loop(ref, data, hp, args.epochs, seed=r))
+                else:
+                    harness.append(harness_loop(ref, data, rules, hp, args.epochs, seed=r, log_dir=Path(tmp)))
+            print(f"repeat {r + 1} ({' then '.join(order)}): bare {bare[-1]:.0f} samples/s, "
+                  f"harness {harness[-1]:.0f} samples/s", flush=True)
     b, h = statistics.median(bare), statistics.median(harness)
     print(f"{args.benchmark}: {args.epochs} epoch(s) x {args.repeats} repeats, batch {hp['global_batch_size']}, "
           f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}")

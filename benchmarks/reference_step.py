@@ -1,7 +1,7 @@
 """Training samples/s of our full-size reference step beside a plain PyTorch step, side by side.
 
     python benchmarks/reference_step.py [--models resnet50 inception-v3 vgg16] [--batch 4]
-        [--inception-batch 2] [--steps 3] [--repeats 3] [--device cpu|cuda] [--amp] [--channels-last]
+        [--inception-batch 2] [--steps 3] [--repeats 4] [--threads N] [--device cpu|cuda] [--amp] [--channels-last]
 
 "ours" is what the harness runs per step: ``ref.to_device`` (uint8 batch -> normalised float,
 channels-last when the reference asks for it), ``ref.loss``, ``zero_grad``, ``backward``,
@@ -9,8 +9,8 @@ the reference's optimizer and scheduler. "plain" is the textbook loop on the sam
 initialisation and batch: a float tensor already on the device, ``model(x)``, cross-entropy
 (plus 0.4 x the auxiliary loss for Inception v3, as its training needs), ``backward``, SGD.
 ``--channels-last`` makes the plain step channels-last too; ``--amp`` runs both under the
-harness's autocast (bf16 where supported). Rounds alternate (plain, ours, plain, ours, ...) so
-drift on a shared machine hits both; medians are compared. Ours must not be slower (ratio >= 0.98,
+harness's autocast (bf16 where supported). Rounds alternate in ABBA order (plain, ours, ours,
+plain, ...) so drift on a shared machine hits both alike; medians are compared. Ours must not be slower (ratio >= 0.98,
 the noise allowance).
 """
 from __future__ import annotations
@@ -94,10 +94,11 @@ def measure(name: str, batch: int, args, device: torch.device) -> tuple[float, f
 
     for fn in (plain, ours):  # warm-up: allocator, oneDNN/cuDNN algorithm choice
         time_steps(fn, args.warmup, device)
-    plain_rates, ours_rates = [], []
-    for _ in range(args.repeats):
-        plain_rates.append(batch * args.steps / time_steps(plain, args.steps, device))
-        ours_rates.append(batch * args.steps / time_steps(ours, args.steps, device))
+    rates = {plain: [], ours: []}
+    for r in range(args.repeats):
+        for fn in ((plain, ours) if r % 2 == 0 else (ours, plain)):  # ABBA: linear drift cancels out
+            rates[fn].append(batch * args.steps / time_steps(fn, args.steps, device))
+    plain_rates, ours_rates = rates[plain], rates[ours]
     del ours_model, plain_model, ours_opt, plain_opt
     return statistics.median(plain_rates), statistics.median(ours_rates)
 
@@ -109,11 +110,15 @@ def main() -> int:
     ap.add_argument("--inception-batch", type=int, default=2, help="batch at 299 pixels (default: %(default)s)")
     ap.add_argument("--steps", type=int, default=3, help="steps per timed round (default: %(default)s)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps first (default: %(default)s)")
-    ap.add_argument("--repeats", type=int, default=3, help="alternating rounds (default: %(default)s)")
+    ap.add_argument("--repeats", type=int, default=4, help="alternating rounds (default: %(default)s)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--amp", action="store_true", help="autocast both steps (bf16 where supported)")
     ap.add_argument("--channels-last", action="store_true", help="the plain step channels-last too")
+    ap.add_argument("--threads", type=int, help="CPU threads (default: torch's); 1 avoids OpenMP "
+                    "oversubscription when other jobs share the cores")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     label = torch.cuda.get_device_name(device) if device.type == "cuda" else \
         f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"

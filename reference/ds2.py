@@ -10,6 +10,8 @@ transcripts: (word errors, reference words) per rank, their ratio over all ranks
 from __future__ import annotations
 
 import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,7 @@ class DS2Reference(Reference):
     eval_batch: int
     synthetic_seconds: float    # utterance length of a synthetic batch
     synthetic_labels: int       # labels per synthetic utterance
+    prefetch_batches: int       # batches read ahead on threads (0: read in the training loop)
     env_var: str
     default_dir: str
 
@@ -89,9 +92,23 @@ class DS2Reference(Reference):
 
     def train_batches(self, data, epoch, batch_size, generator, rank=0, world=1):
         lengths, get = self.train_items(data, generator)
-        for idx in length_buckets(lengths, batch_size, rank, world, generator, self.group_batches):
+        batches = length_buckets(lengths, batch_size, rank, world, generator, self.group_batches)
+
+        def build(idx: torch.Tensor):
             waves, labels = zip(*(get(int(i)) for i in idx))
-            yield pad_batch(list(waves), list(labels))
+            return pad_batch(list(waves), list(labels))
+
+        if not self.prefetch_batches:
+            yield from map(build, batches)
+            return
+        # Read ahead on threads: soundfile decodes with the GIL released; the order stays fixed.
+        with ThreadPoolExecutor(self.prefetch_batches) as pool:
+            pending = deque(pool.submit(build, b) for b in batches[:self.prefetch_batches])
+            for nxt in batches[self.prefetch_batches:]:
+                yield pending.popleft().result()
+                pending.append(pool.submit(build, nxt))
+            while pending:
+                yield pending.popleft().result()
 
     def frontend(self, device: torch.device) -> Frontend:
         key = str(device)
@@ -162,6 +179,7 @@ class DS2Mini(DS2Reference):
     eval_batch = 100
     synthetic_seconds = 2.4     # mean length of the evaluation utterances
     synthetic_labels = 4
+    prefetch_batches = 0        # rendering from memory is fast; threads would only compete for 2 cores
     env_var = "TRAINMARK_DS2_MINI"
     default_dir = "data/ds2-mini"
 
@@ -212,6 +230,7 @@ class DS2Full(DS2Reference):
     eval_batch = 32
     synthetic_seconds = 12.0    # about the mean LibriSpeech training utterance
     synthetic_labels = 180
+    prefetch_batches = 8        # so that FLAC decoding overlaps the device's training step
     env_var = "TRAINMARK_LIBRISPEECH"
     default_dir = "data/LibriSpeech"
 

@@ -33,6 +33,7 @@ class LSTMReference(Reference):
     hidden: int
     layers: int
     cutoffs: list[int]
+    div_value = 4.0      # each cluster 4x narrower than the one before (fairseq's --adaptive-softmax-factor 4)
     dropout: float
     bptt: int            # tokens per training window
     eval_chunk: int      # tokens per evaluation step (the state is carried across chunks)
@@ -42,7 +43,7 @@ class LSTMReference(Reference):
     how_to_get: str
 
     def build_model(self) -> nn.Module:
-        return LSTMLanguageModel(self.vocab_size, self.hidden, self.layers, self.cutoffs, 4.0, self.dropout)
+        return LSTMLanguageModel(self.vocab_size, self.hidden, self.layers, self.cutoffs, self.div_value, self.dropout)
 
     def data_folder(self, data_dir: Path | None) -> Path:
         return Path(data_dir or os.environ.get(self.env_var) or self.default_dir)

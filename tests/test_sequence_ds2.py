@@ -121,6 +121,9 @@ def test_librispeech_reader_on_a_flac_fixture(tmp_path):
     assert ref.train_samples(data) == 12 and ref.eval_samples(data) == 4
     batches = list(ref.train_batches(data, 1, 4, torch.Generator().manual_seed(0)))
     assert len(batches) == 3
+    ref.prefetch_batches = 0                                               # read-ahead changes nothing
+    in_loop = list(ref.train_batches(data, 1, 4, torch.Generator().manual_seed(0)))
+    assert all(torch.equal(a, b) for x, y in zip(batches, in_loop) for a, b in zip(x, y))
     waves, samples, targets, target_lens = batches[0]
     assert waves.shape == (4, int(samples.max())) and targets.shape[0] == 4 and int(target_lens.min()) > 10
     with pytest.raises(UserError, match="openslr"):
@@ -180,4 +183,6 @@ def test_one_short_trial_then_check(tmp_path, capsys):
     capsys.readouterr()
     assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["summary"]["findings_by_severity"].get("error", 0) == 0
+    assert report["passed"] is True and not [f for f in report["findings"] if f["severity"] == "error"]
+    (bench,) = report["benchmarks"]
+    assert bench["score"]["trials"] == 1 and bench["score"]["converged"] == 1

@@ -147,4 +147,4 @@ def test_inception_v3_trains_on_the_fixture_through_the_harness_and_passes_the_c
     capsys.readouterr()
     assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["summary"]["findings_by_severity"].get("error", 0) == 0
+    assert report["passed"] and [f for f in report["findings"] if f["severity"] == "error"] == []
