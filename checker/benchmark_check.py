@@ -124,6 +124,11 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
         if data is not None:
             events_by_trial[k] = read_events(data, rel, findings, strict=True)
     logged_version = _first_value(events_by_trial, "trainmark_rules_version")
+    known = getattr(ctx.rules_for, "versions", None)
+    if isinstance(logged_version, str) and known is not None and logged_version not in known:
+        findings.add("RULES-001", folder.rel, f"the logs declare rules version {logged_version!r}, which this "
+                     f"checker does not know", expected=f"one of {', '.join(known)}", seen=logged_version)
+        return result
     rules = ctx.rules_for(folder.benchmark, logged_version if isinstance(logged_version, str) else None)
     if rules is None:
         findings.add("LAYOUT-006", folder.rel, f"no rules for benchmark {folder.benchmark!r}",

@@ -94,6 +94,8 @@ _RULES = [
          "rerun the benchmark; at most scoring.max_not_converged trials may miss the target"),
     Rule("TARGET-004", ERROR, "a trial ran more epochs than the rules' max_epochs",
          "stop a trial at max_epochs"),
+    Rule("RULES-001", ERROR, "the submission declares a rules version this checker does not know",
+         "log trainmark_rules_version of a released rules version (`trainmark rules list`), or update trainmark"),
     Rule("CONVERGE-001", ERROR, "closed division: epochs to target faster than the reference convergence allows",
          "train with the reference recipe within the closed division's limits; the rules' convergence points "
          "come from reference runs (see rules/<version>/<benchmark>.yaml, convergence)"),

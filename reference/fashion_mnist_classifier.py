@@ -1,8 +1,8 @@
 """What the mini CNN references on Fashion-MNIST share: in-memory batches, recipe and evaluation.
 
-The same data path and recipe as resnet-mini (random horizontal flip; SGD with Nesterov momentum,
-warm-up then linear decay, label smoothing; no weight decay on batch norm and biases), kept in
-its own class so that a change to one mini's module cannot silently move another's calibration.
+The data path and recipe of resnet-mini, vgg-mini and inception-mini (random horizontal flip;
+SGD with Nesterov momentum, warm-up then linear decay, label smoothing; no weight decay on batch
+norm and biases). A change here moves every one of their calibrations: re-run them.
 A subclass names the benchmark and builds its model.
 """
 from __future__ import annotations

@@ -100,5 +100,6 @@ def _verify(r, folder: Path) -> int:
     problems = verify_dataset(r, folder)
     if problems:
         raise UserError(f"{r.name}: dataset in {folder} does not match rules {r.version}: " + "; ".join(problems), 1)
-    print(f"{r.name}: {len(r.dataset['files'])} files in {folder} match rules {r.version}")
+    listed = sum(pin["files"] for pin in r.dataset.get("listing", {}).get("splits", {}).values())
+    print(f"{r.name}: {len(r.dataset['files']) + listed} files in {folder} match rules {r.version}")
     return 0

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
-DEB_PACKAGES="dataset-fashion-mnist"   # Fashion-MNIST IDX files -> /usr/share/datasets/fashion-mnist
+DEB_PACKAGES="dataset-fashion-mnist bible-kjv"   # Fashion-MNIST IDX files; the King James Bible (lstm-mini)
 missing=""
 for p in $DEB_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -409,3 +409,11 @@ def test_converge_002_batch_size_without_reference_is_a_warning(root):
     report = check_path(root, TINY)
     assert_finding(report, "CONVERGE-002", BENCH, None)
     assert report.exit_code == 0
+
+
+def test_rules_001_unknown_rules_version_is_refused(root):
+    for k in range(1, 6):
+        synthetic.edit_mllog(result_file(root, k), "trainmark_rules_version", lambda r: {**r, "value": "9.9"})
+    report = check_path(root, TINY)
+    assert_finding(report, "RULES-001", BENCH, None)
+    assert report.exit_code == 1

@@ -40,4 +40,9 @@ def test_two_real_trials_then_check(tmp_path, capsys):
     capsys.readouterr()
     assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["summary"]["findings_by_severity"].get("error", 0) == 0
+    assert report["passed"] and report["counts"]["error"] == 0
+    (bench,) = report["benchmarks"]
+    assert bench["benchmark"] == "resnet-mini" and len(bench["trials"]) == 2
+    for t in bench["trials"]:  # the checker's recomputation agrees with the harness's own figures
+        own = json.loads((d / f"trial_{t['trial']}" / "trial.json").read_text())
+        assert t["train_time_s"] == pytest.approx(own["train_time_s"], abs=0.01)

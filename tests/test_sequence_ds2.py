@@ -85,6 +85,14 @@ def test_real_fsdd_prepares_to_the_rules_checksums(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(get_rules("ds2-mini").dataset["files"])
 
 
+def test_prepare_needs_to_be_told_where_fsdd_is(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("TRAINMARK_FSDD", raising=False)
+    assert main(["data", "prepare", "ds2-mini", "--data-dir", str(tmp_path)]) == 2
+    assert "free-spoken-digit-dataset" in capsys.readouterr().err
+    with pytest.raises(UserError, match="no FSDD recordings"):
+        fsdd.prepare(tmp_path / "out", tmp_path)
+
+
 def write_librispeech_fixture(root: Path) -> dict[str, tuple[np.ndarray, str]]:
     rng = np.random.default_rng(1)
     out = {}

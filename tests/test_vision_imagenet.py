@@ -123,7 +123,9 @@ def _rules_with_listing(splits: dict) -> BenchmarkRules:
                           Path("x.yaml"))
 
 
-def test_listing_pins_counts_and_digest(fixture_dir):
+def test_listing_pins_counts_and_digest(fixture_dir, capsys):
+    assert main(["data", "verify", "inception-v3", "--rules-dir", str(TEST_RULES), "--data-dir", str(fixture_dir)]) == 0
+    assert "18 files" in capsys.readouterr().out  # the test rules pin the fixture's counts
     classes, files, digest = listing(fixture_dir / "train")
     assert (classes, files) == (3, 12)
     pin = {"train": {"classes": 3, "files": 12, "sha256": digest}, "val": {"classes": 3, "files": 6, "sha256": None}}
