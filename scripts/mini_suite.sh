@@ -4,15 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-OUT=${OUT:-runs/mini-suite}
+OUT=${OUT:-runs/mini-suite}   # the submission goes to $OUT/submission, the reports beside it
 SUBMITTER=${SUBMITTER:-$(hostname -s | tr -c 'A-Za-z0-9._\n-' '-')}
 # The calibrated mini benchmarks: those whose rules carry reference convergence points
 # (a provisional target is not yet a benchmark; `trainmark rules list` shows them all).
 BENCHES=$(python3 -c "from trainmark.rules import load_ruleset; print(' '.join(n for n, r in load_ruleset().items() if r.data.get('size') == 'mini' and r.convergence['points']))")
 echo "mini suite: $BENCHES"
 for bench in $BENCHES; do
-  python3 -m trainmark run "$bench" --out "$OUT" --submitter "$SUBMITTER" ${RESUME:+--resume}
+  python3 -m trainmark run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" ${RESUME:+--resume}
 done
-python3 -m trainmark check "$OUT" --json > "$OUT/report.json" || true   # machine-readable copy
-python3 -m trainmark check "$OUT" --csv "$OUT/report.csv"                # the table; its exit status is the job's
+python3 -m trainmark check "$OUT/submission" --json > "$OUT/report.json" || true   # machine-readable copy
+python3 -m trainmark check "$OUT/submission" --csv "$OUT/report.csv"   # the table; its exit status is the job's
 echo "report: $OUT/report.csv and $OUT/report.json"
