@@ -29,3 +29,22 @@ def rules_copy(tmp_path) -> Path:
         if not (dest / "1.0" / f.name).exists():
             shutil.copy(f, dest / "1.0" / f.name)
     return dest
+
+
+@pytest.fixture(scope="session")
+def clean_submission(tmp_path_factory) -> Path:
+    """A clean synthetic resnet-mini submission (closed division), written once per test session."""
+    from trainmark.checker import synthetic
+    from trainmark.rules import get_rules
+
+    root = tmp_path_factory.mktemp("clean")
+    synthetic.write_submission(root, get_rules("resnet-mini"), synthetic.tiny_reference_model())
+    return root
+
+
+@pytest.fixture
+def submission_copy(clean_submission, tmp_path) -> Path:
+    """A private copy of ``clean_submission`` that a test may break."""
+    dest = tmp_path / "sub"
+    shutil.copytree(clean_submission, dest, symlinks=True)
+    return dest

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 
 import pytest
 import torch
@@ -18,18 +17,9 @@ BENCH = "closed/acme/results/sys1/resnet-mini"
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())
 
 
-@pytest.fixture(scope="module")
-def clean_tree(tmp_path_factory):
-    root = tmp_path_factory.mktemp("clean")
-    synthetic.write_submission(root, RULES, synthetic.tiny_reference_model())
-    return root
-
-
 @pytest.fixture
-def root(clean_tree, tmp_path):
-    dest = tmp_path / "sub"
-    shutil.copytree(clean_tree, dest)
-    return dest
+def root(submission_copy):
+    return submission_copy  # conftest: a private copy of the clean synthetic submission
 
 
 @pytest.fixture

@@ -18,18 +18,9 @@ TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_mod
 TRIAL_LINES = {1: range(1, 7), 2: range(7, 12), 3: range(12, 18), 4: range(18, 23), 5: range(23, 29)}
 
 
-@pytest.fixture(scope="module")
-def clean_tree(tmp_path_factory):
-    root = tmp_path_factory.mktemp("clean")
-    synthetic.write_submission(root, RULES, synthetic.tiny_reference_model())
-    return root
-
-
 @pytest.fixture
-def root(clean_tree, tmp_path):
-    dest = tmp_path / "sub"
-    shutil.copytree(clean_tree, dest, symlinks=True)
-    return dest
+def root(submission_copy):
+    return submission_copy  # conftest: a private copy of the clean synthetic submission
 
 
 def where(report):
