@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from trainmark.harness import flops as _flops
 from trainmark.harness import peaks as _peaks
 
-__all__ = ["Shape", "default_shapes", "measure", "run_ops", "format_report", "measured_ceilings",
+__all__ = ["Shape", "default_shapes", "measure", "run_ops", "format_report", "measured_ceilings", "ceilings_record",
            "CONFIRM_FRACTION", "FORMAT"]
 
 FORMAT = "trainmark-ops/1"
@@ -458,6 +458,17 @@ def measured_ceilings(report: dict) -> dict:
     if "memory" in summary:
         out["memory_gbs"] = summary["memory"]["ceiling_gbs"]
     return out
+
+
+def ceilings_record(report: dict, report_name: str, report_sha256: str) -> dict:
+    """The system description's ``measured_ceilings``: the numbers and the report they come from."""
+    ceilings = measured_ceilings(report)
+    memory = ceilings.pop("memory_gbs", None)
+    device = report.get("device") or {}
+    return {"source": "trainmark ops", "report": report_name, "report_sha256": report_sha256,
+            "created_utc": report.get("created_utc"), "device_type": device.get("type"),
+            "device_name": device.get("name"), "torch": device.get("torch"), "tflops": ceilings,
+            "memory_gbs": memory}
 
 
 # ---------------------------------------------------------------- text output

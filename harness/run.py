@@ -59,6 +59,9 @@ class RunOptions:
     rules_version: str = LATEST_VERSION
     rules_dir: Path | None = None
     energy_estimate_watts: float | None = None
+    full_curves: bool = False  # calibration only: ignore the target, train every trial to max_epochs
+    max_epochs: int | None = None  # calibration only: fewer epochs than the rules' max_epochs
+    ceilings: Path | None = None  # a `trainmark ops --json` report of this machine: its measured ceilings
 
 
 @dataclass
@@ -176,6 +179,21 @@ def _trial_of(line: str) -> int | None:
         return None
 
 
+def ceilings_for(path: Path, device: torch.device) -> dict:
+    """The system description's ``measured_ceilings`` from an ops report measured on this kind of device."""
+    import hashlib
+
+    from trainmark.harness import ops
+    from trainmark.harness.ops_cli import read_ops_report
+
+    report, raw = read_ops_report(path)
+    measured_on = (report.get("device") or {}).get("type")
+    if measured_on != device.type:
+        raise UserError(f"--ceilings {path}: measured on {measured_on}, this run trains on {device.type}; "
+                        f"run `trainmark ops --device {device.type} --json FILE` on this machine")
+    return ops.ceilings_record(report, Path(path).name, hashlib.sha256(raw).hexdigest())
+
+
 def save_trial_files(bench_dir: Path, k: int, model, result: TrialResult, meta: dict[str, Any]) -> None:
     trial_dir = bench_dir / f"trial_{k}"
     trial_dir.mkdir(exist_ok=True)
@@ -224,6 +242,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     if hp["global_batch_size"] % dist.world:
         raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks")
     sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file)
+    if opts.ceilings:
+        sysdesc["measured_ceilings"] = ceilings_for(opts.ceilings, device)
     root = Path(opts.out) / opts.division / opts.submitter
     bench_dir = root / "results" / sysdesc["system_name"] / rules.name
 
@@ -270,7 +290,9 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         device_peak = peaks.device_peak(device)
     except (OSError, ValueError):  # no cpuinfo to derive from: utilization is then unknown, not guessed
         device_peak = None
-    peak_dtype, peak_tflops = (device_peak.peak_for_precision(autocast_for(device, opts.precision)[2], device.type)
+    dtype_used = autocast_for(device, opts.precision)[2]
+    ceiling = (sysdesc.get("measured_ceilings") or {}).get("tflops", {}).get(dtype_used.removeprefix("amp-"))
+    peak_dtype, peak_tflops = (device_peak.peak_for_precision(dtype_used, device.type)
                                if device_peak else (None, None))
     meta_common = {"format_version": RESULT_FORMAT_VERSION, "benchmark": rules.name,
                    "rules_version": rules.version, "division": opts.division, "submitter": opts.submitter,
@@ -284,9 +306,10 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             cfg = TrialConfig(
                 benchmark=rules.name, trial=k, seed=base_seed + k - 1, division=opts.division,
                 submitter=opts.submitter, system_name=sysdesc["system_name"], rules_version=rules.version,
-                device=device, precision=opts.precision, hparams=hp, max_epochs=rules.max_epochs,
-                eval_every=rules.evaluation["every_epochs"], target_reached=rules.reached,
-                metric_name=rules.metric["name"], peak_tflops=peak_tflops)
+                device=device, precision=opts.precision, hparams=hp, max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs),
+                eval_every=rules.evaluation["every_epochs"],
+                target_reached=(lambda _v: False) if opts.full_curves else rules.reached,
+                metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling)
             log = TrialLog(bench_dir / f"result_{k}.txt" if dist.is_main else None)
             monitor = Monitor(meter, sync=sync)
             meta = {**meta_common, "trial": k, "seed": cfg.seed}

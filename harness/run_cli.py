@@ -46,6 +46,9 @@ def _run_args(p) -> None:
     p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
     p.add_argument("--energy-estimate-watts", type=float,
                    help="when no energy counter exists, report an estimate of W x time (labelled 'estimated')")
+    p.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
+                   help="a `trainmark ops --json` report of this machine: its measured ceilings go into the "
+                        "system description and utilization is reported against them too")
 
 
 def register(sub) -> None:
@@ -62,6 +65,13 @@ def register(sub) -> None:
 
     p = sub.add_parser("calibrate", help="reference trials to a scratch folder; prints epochs-to-target")
     _run_args(p)
+    p.add_argument("--full-curves", action="store_true",
+                   help="train every trial to the rules' max_epochs and derive epochs-to-target from the curves, "
+                        "so that one calibration can also judge other targets (--what-if)")
+    p.add_argument("--what-if", type=float, action="append", default=[], metavar="TARGET",
+                   help="with --full-curves: also report epochs-to-target for this target (repeatable)")
+    p.add_argument("--max-epochs", type=int,
+                   help="with --full-curves: stop each trial after this many epochs (default: the rules' max_epochs)")
     p.set_defaults(func=cmd_calibrate, trials=None)
 
 
@@ -72,7 +82,8 @@ def options(args, out: Path, resume: bool = False) -> RunOptions:
         device=args.device, precision=args.precision, batch_size=args.batch_size, seed=args.seed,
         data_dir=args.data_dir, hparams=dict(_parse_hparam(h) for h in args.hparam), model=args.model,
         resume=resume, quiet=args.quiet, rules_version=args.rules_version, rules_dir=args.rules_dir,
-        energy_estimate_watts=args.energy_estimate_watts)
+        energy_estimate_watts=args.energy_estimate_watts, full_curves=getattr(args, "full_curves", False),
+        max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings)
 
 
 def summary_table(summary: RunSummary) -> Table:
@@ -109,14 +120,39 @@ def cmd_list(args) -> int:
     return 0
 
 
+def epochs_to_target(history, reached) -> int | None:
+    """The first evaluated epoch whose metric meets the target, or None."""
+    return next((e.epoch for e in history if e.metric is not None and reached(e.metric)), None)
+
+
 def cmd_calibrate(args) -> int:
+    from trainmark.rules.ruleset import get_rules
+
+    rules = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     with tempfile.TemporaryDirectory(prefix="trainmark-calibrate-") as tmp:
         summary = run_benchmark(options(args, Path(tmp)))
     Console(stderr=True).print(summary_table(summary))
-    epochs = [r.epochs for r in summary.results if r.status == "converged"]
-    times = [r.train_time_s for r in summary.results if r.status == "converged"]
-    print(json.dumps({"benchmark": args.benchmark, "trials": len(summary.results), "converged": len(epochs),
-                      "epochs_to_target": epochs, "mean_epochs": mean(epochs) if epochs else None,
-                      "std_epochs": pstdev(epochs) if epochs else None,
-                      "train_time_s": [round(t, 1) for t in times]}, indent=2))
-    return 0 if len(epochs) == len(summary.results) else 1
+    if not args.full_curves:
+        epochs = [r.epochs for r in summary.results if r.status == "converged"]
+        times = [r.train_time_s for r in summary.results if r.status == "converged"]
+        report = {"benchmark": args.benchmark, "target": rules.target, "trials": len(summary.results),
+                  "converged": len(epochs), **_spread(epochs), "train_time_s": [round(t, 1) for t in times]}
+        print(json.dumps(report, indent=2))
+        return 0 if len(epochs) == len(summary.results) else 1
+    higher = rules.higher_is_better
+    report = {"benchmark": args.benchmark, "trials": len(summary.results),
+              "seeds_from": args.seed, "curves": [[e.metric for e in r.history] for r in summary.results],
+              "epoch_train_s": [[round(e.train_s, 1) for e in r.history] for r in summary.results], "targets": {}}
+    ok = True
+    for target in [rules.target, *args.what_if]:
+        reached = (lambda v, t=target: v >= t) if higher else (lambda v, t=target: v <= t)
+        epochs = [epochs_to_target(r.history, reached) for r in summary.results]
+        got = [e for e in epochs if e is not None]
+        report["targets"][str(target)] = {"converged": len(got), "epochs_to_target": epochs, **_spread(got)}
+        ok = ok and (target != rules.target or len(got) == len(epochs))
+    print(json.dumps(report, indent=2))
+    return 0 if ok else 1
+
+
+def _spread(epochs: list[int]) -> dict:
+    return {"mean_epochs": mean(epochs) if epochs else None, "std_epochs": pstdev(epochs) if epochs else None}

@@ -42,6 +42,7 @@ class TrialConfig:
     target_reached: Callable[[float], bool]
     metric_name: str
     peak_tflops: float | None = None    # the device's peak for this precision (datasheet or derived)
+    ceiling_tflops: float | None = None  # the measured ceiling for this precision (`trainmark ops`)
 
 
 @dataclass
@@ -76,6 +77,8 @@ class TrialResult:
     achieved_tflops: float | None = None
     peak_tflops: float | None = None
     utilization: float | None = None
+    ceiling_tflops: float | None = None
+    utilization_of_ceiling: float | None = None
     precision_used: str = "fp32"
     error: str | None = None
     history: list[EpochRecord] = field(default_factory=list)
@@ -199,13 +202,14 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
             log.start("eval_start", ms(eval_start.s), epoch_num=epoch, trainmark_energy_j=eval_start.j)
             train_model.eval()
             with autocast():
-                total, count = dist.sum(list(ref.evaluate(model, data, device, dist.rank, dist.world)), device)
-            metric = ref.finalize_metric(total, count)
+                sums = dist.sum(list(ref.evaluate(model, data, device, dist.rank, dist.world)), device)
+            metric = ref.finalize_metric(*sums)
             ev = monitor.end_window("eval")
             eval_windows.append(ev)
-            record.eval_s, record.eval_j, record.metric = ev.seconds, ev.joules, metric
-            record.eval_time_unix = monitor.wall_s(ev.end_s)
             finite = math.isfinite(metric)
+            record.eval_s, record.eval_j = ev.seconds, ev.joules
+            record.metric = metric if finite else None  # JSON holds numbers only; the status tells the rest
+            record.eval_time_unix = monitor.wall_s(ev.end_s)
             if finite:  # both logs hold numbers only; a non-finite metric is told by the status
                 res.final_metric = metric
                 log.event("eval_accuracy", metric, ms(ev.end_s), epoch_num=epoch)
@@ -238,6 +242,8 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
             res.achieved_tflops = flops.achieved_tflops(res.flops_per_step, res.steps, res.train_time_s)
             res.peak_tflops = cfg.peak_tflops
             res.utilization = flops.utilization(res.achieved_tflops, cfg.peak_tflops)
+            res.ceiling_tflops = cfg.ceiling_tflops
+            res.utilization_of_ceiling = flops.utilization(res.achieved_tflops, cfg.ceiling_tflops)
         log.event("trainmark_trial_result", res.summary(), ms(run.end_s))
         log.end("run_stop", ms(run.end_s), status=SUCCESS if res.status == "converged" else ABORTED,
                 trainmark_energy_j=run.end_j)

@@ -67,7 +67,8 @@ class Reference:
     @torch.no_grad()
     def evaluate(self, model: nn.Module, data, device: torch.device, rank: int = 0, world: int = 1
                  ) -> tuple[float, float]:
-        """(sum, count) over this rank's share; the harness all-reduces them into ``finalize_metric``."""
+        """Sums over this rank's share, usually (sum, count); the harness all-reduces each of them
+        and passes them to ``finalize_metric`` (BLEU returns its ten n-gram statistics)."""
         raise NotImplementedError
 
     def finalize_metric(self, total: float, count: float) -> float:

@@ -23,30 +23,10 @@ from torch import nn
 from trainmark.errors import UserError
 from trainmark.reference import ctc, fsdd, librispeech, recipe
 from trainmark.reference.base import Reference
+from trainmark.reference.batching import length_buckets
 from trainmark.reference.ds2_model import ConvSpec, DeepSpeech2
 from trainmark.reference.registry import register
 from trainmark.reference.speech_features import FeatureSpec, Frontend
-
-
-def length_buckets(lengths: torch.Tensor, local_batch: int, rank: int, world: int, generator: torch.Generator,
-                   group_batches: int) -> list[torch.Tensor]:
-    """This rank's batches (item indices) for one epoch: shuffled, sorted by length within
-    groups of ``group_batches`` global batches (the last group takes the remainder), global
-    batches in random order, the ragged end dropped."""
-    n, size = len(lengths), local_batch * world
-    usable = n - n % size
-    order = torch.randperm(n, generator=generator)
-    group = size * group_batches
-    bounds = list(range(0, usable, group)) + [usable]
-    if len(bounds) > 2 and bounds[-1] - bounds[-2] < group:
-        del bounds[-2]  # a short last group joins the one before, so no group is too small to sort
-    batches = []
-    for start, stop in zip(bounds, bounds[1:]):
-        idx = order[start:stop]
-        idx = idx[torch.argsort(lengths[idx], stable=True)]
-        batches.extend(idx[i:i + size] for i in range(0, len(idx), size))
-    shuffled = torch.randperm(len(batches), generator=generator)
-    return [batches[int(b)][rank * local_batch:(rank + 1) * local_batch] for b in shuffled]
 
 
 def pad_batch(waves: list[np.ndarray], labels: list[list[int]]) -> tuple[torch.Tensor, ...]:

@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
-DEB_PACKAGES="dataset-fashion-mnist bible-kjv"   # Fashion-MNIST IDX files; the King James Bible (lstm-mini)
+# Fashion-MNIST IDX files; the King James Bible (lstm-mini); KJV + WEB sword modules (transformer-mini)
+DEB_PACKAGES="dataset-fashion-mnist bible-kjv diatheke sword-text-kjv sword-text-web"
 missing=""
 for p in $DEB_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

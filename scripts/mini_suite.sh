@@ -10,7 +10,13 @@ SUBMITTER=${SUBMITTER:-$(hostname -s | tr -c 'A-Za-z0-9._\n-' '-')}
 # (a provisional target is not yet a benchmark; `trainmark rules list` shows them all).
 BENCHES=$(python3 -c "from trainmark.rules import load_ruleset; print(' '.join(n for n, r in load_ruleset().items() if r.data.get('size') == 'mini' and r.convergence['points']))")
 echo "mini suite: $BENCHES"
+FSDD=${TRAINMARK_FSDD:-../shared/datasets/fsdd}   # ds2-mini's recordings (README: where to get FSDD)
 for bench in $BENCHES; do
+  # minis built from a source (KJV, FSDD, sword modules) are prepared once, untimed, and verified
+  if ! python3 -m trainmark data verify "$bench" >/dev/null 2>&1; then
+    if [ "$bench" = ds2-mini ]; then python3 -m trainmark data prepare "$bench" --source "$FSDD"
+    else python3 -m trainmark data prepare "$bench"; fi
+  fi
   python3 -m trainmark run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" ${RESUME:+--resume}
 done
 python3 -m trainmark check "$OUT/submission" --json > "$OUT/report.json" || true   # machine-readable copy

@@ -14,7 +14,7 @@ from conftest import TEST_RULES
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.reference import ctc, fsdd, librispeech, registry
-from trainmark.reference.ds2 import length_buckets
+from trainmark.reference.batching import length_buckets
 from trainmark.reference.ds2_model import ConvSpec, DeepSpeech2
 from trainmark.rules import get_rules
 

@@ -129,6 +129,16 @@ def test_diverged_trial_is_recorded_not_dropped(tmp_path):
     assert ev[-1]["key"] == "run_stop" and ev[-1]["metadata"]["status"] == "aborted"
 
 
+def test_a_non_finite_metric_is_recorded_as_diverged(tmp_path):
+    values = iter([0.5, float("nan")])
+    TinyTest.metric_override = staticmethod(lambda: next(values))
+    summary = run_tiny(tmp_path, trials=1)
+    assert [r.status for r in summary.results] == ["diverged"]
+    t1 = json.loads((bench_dir(tmp_path) / "trial_1" / "trial.json").read_text())
+    assert t1["status"] == "diverged" and "nan after epoch 2" in t1["error"]
+    assert [e["metric"] for e in t1["history"]] == [0.5, None] and t1["final_metric"] == 0.5
+
+
 def test_ctrl_c_keeps_finished_trials_and_resume_archives_the_interrupted_one(tmp_path):
     TinyTest.metric_override = staticmethod(lambda: 0.5)  # never converges: each trial runs all epochs
     TinyTest.interrupt_at = (101, 2)                       # trial 2 (seed 101), epoch 2
@@ -191,3 +201,35 @@ def test_non_finite_metric_is_diverged_and_never_logged(tmp_path):
     ev = mllog_events(tmp_path / "result_1.txt")
     assert [e["value"] for e in ev if e["key"] == "eval_accuracy"] == [0.5]
     assert ev[-1]["metadata"]["status"] == "aborted"
+
+
+def _ops_report(path, device_type="cpu", fp32=0.5):
+    from trainmark.harness import ops
+
+    report = {"format": ops.FORMAT, "created_utc": "2026-11-30T07:00:00Z",
+              "device": {"type": device_type, "name": "test cpu", "torch": "x"}, "peak": None,
+              "results": [{"dtype": "fp32", "tflops": fp32, "name": "mm", "pass": "fwd", "backend": "torch"},
+                          {"dtype": "fp32", "tflops": fp32 / 2, "name": "mm2", "pass": "bwd", "backend": "torch"}],
+              "bandwidth": [{"gbs": 40.0, "op": "copy"}]}
+    path.write_text(json.dumps(report))
+    return path
+
+
+def test_measured_ceilings_go_into_the_system_description_and_utilization(tmp_path):
+    summary = run_tiny(tmp_path, trials=1, ceilings=_ops_report(tmp_path / "ops.json"))
+    sysdesc = json.loads((tmp_path / "out" / "closed" / "acme" / "systems" / "box.json").read_text())
+    rec = sysdesc["measured_ceilings"]
+    assert rec["tflops"] == {"fp32": 0.5} and rec["memory_gbs"] == 40.0 and rec["report"] == "ops.json"
+    assert len(rec["report_sha256"]) == 64 and rec["device_type"] == "cpu"
+    t1 = json.loads((bench_dir(tmp_path) / "trial_1" / "trial.json").read_text())
+    assert t1["ceiling_tflops"] == 0.5
+    assert t1["utilization_of_ceiling"] == pytest.approx(t1["achieved_tflops"] / 0.5)
+    assert summary.results[0].utilization_of_ceiling == t1["utilization_of_ceiling"]
+
+
+def test_ceilings_measured_on_another_device_type_are_refused(tmp_path):
+    with pytest.raises(UserError, match="measured on cuda, this run trains on cpu"):
+        run_tiny(tmp_path, trials=1, ceilings=_ops_report(tmp_path / "ops.json", device_type="cuda"))
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(UserError, match="not a trainmark-ops/1 report"):
+        run_tiny(tmp_path / "b", trials=1, ceilings=tmp_path / "bad.json")
