@@ -10,12 +10,22 @@ SUBMITTER=${SUBMITTER:-$(hostname -s | tr -c 'A-Za-z0-9._\n-' '-')}
 # (a provisional target is not yet a benchmark; `trainmark rules list` shows them all).
 BENCHES=$(python3 -c "from trainmark.rules import load_ruleset; print(' '.join(n for n, r in load_ruleset().items() if r.data.get('size') == 'mini' and r.convergence['points']))")
 echo "mini suite: $BENCHES"
-FSDD=${TRAINMARK_FSDD:-../shared/datasets/fsdd}   # ds2-mini's recordings (README: where to get FSDD)
+# ds2-mini's recordings: $TRAINMARK_FSDD, else ../shared/datasets/fsdd, else a clone of FSDD's repository
+FSDD=${TRAINMARK_FSDD:-../shared/datasets/fsdd}
+FSDD_URL=https://github.com/Jakobovski/free-spoken-digit-dataset
 for bench in $BENCHES; do
   # minis built from a source (KJV, FSDD, sword modules) are prepared once, untimed, and verified
   if ! python3 -m trainmark data verify "$bench" >/dev/null 2>&1; then
-    if [ "$bench" = ds2-mini ]; then python3 -m trainmark data prepare "$bench" --source "$FSDD"
-    else python3 -m trainmark data prepare "$bench"; fi
+    if [ "$bench" = ds2-mini ]; then
+      if [ ! -d "$FSDD" ]; then
+        FSDD=data/fsdd-source
+        [ -d "$FSDD" ] || git clone -q --depth 1 "$FSDD_URL" "$FSDD" \
+          || { echo "mini suite: skipping ds2-mini: no FSDD (set TRAINMARK_FSDD or clone $FSDD_URL)" >&2; continue; }
+      fi
+      python3 -m trainmark data prepare "$bench" --source "$FSDD"
+    else
+      python3 -m trainmark data prepare "$bench"
+    fi
   fi
   python3 -m trainmark run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" ${RESUME:+--resume}
 done
