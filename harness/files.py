@@ -20,10 +20,17 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
         write(Path(tmp))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from their readers
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(path: Path, text: str) -> None:

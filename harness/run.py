@@ -179,6 +179,17 @@ def _trial_of(line: str) -> int | None:
         return None
 
 
+def check_batch_norm_batch(build_model: Callable, local_batch: int, name: str) -> None:
+    """Batch norm cannot train on one sample per rank: refuse before any trial, not crash in one."""
+    if local_batch >= 2:
+        return
+    with torch.device("meta"):
+        model = build_model()
+    if any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        raise UserError(f"{name}: {local_batch} sample per rank, but the model has batch norm, which needs at "
+                        "least 2 per rank in training; raise --batch-size or use fewer ranks")
+
+
 def ceilings_for(path: Path, device: torch.device) -> dict:
     """The system description's ``measured_ceilings`` from an ops report measured on this kind of device."""
     import hashlib
@@ -241,6 +252,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         device = torch.device("cuda", dist.local_rank)
     if hp["global_batch_size"] % dist.world:
         raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks")
+    check_batch_norm_batch(build_model, hp["global_batch_size"] // dist.world, rules.name)
     sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file)
     if opts.ceilings:
         sysdesc["measured_ceilings"] = ceilings_for(opts.ceilings, device)

@@ -233,3 +233,30 @@ def test_ceilings_measured_on_another_device_type_are_refused(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(UserError, match="not a trainmark-ops/1 report"):
         run_tiny(tmp_path / "b", trials=1, ceilings=tmp_path / "bad.json")
+
+
+def test_one_sample_per_rank_is_refused_for_batch_norm_models():
+    from torch import nn
+
+    from trainmark.harness.run import check_batch_norm_batch
+
+    with_bn = lambda: nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4))  # noqa: E731
+    with pytest.raises(UserError, match="1 sample per rank, but the model has batch norm"):
+        check_batch_norm_batch(with_bn, 1, "x")
+    check_batch_norm_batch(with_bn, 2, "x")                                    # two samples: fine
+    check_batch_norm_batch(lambda: nn.Linear(2, 2), 1, "x")                   # no batch norm: fine
+
+
+def test_result_files_are_readable_by_others_as_the_umask_allows(tmp_path):
+    import os
+
+    from trainmark.harness.files import write_json_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "a.json", {"x": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+    assert json.loads((tmp_path / "a.json").read_text()) == {"x": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]   # no temporary file left behind
