@@ -16,20 +16,24 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import json
 import math
 import os
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 import torch
 import torch.nn.functional as F
 
+from trainmark.errors import UserError
 from trainmark.harness import flops as _flops
 from trainmark.harness import peaks as _peaks
 
 __all__ = ["Shape", "default_shapes", "measure", "run_ops", "format_report", "measured_ceilings", "ceilings_record",
+           "read_report",
            "CONFIRM_FRACTION", "FORMAT"]
 
 FORMAT = "trainmark-ops/1"
@@ -458,6 +462,18 @@ def measured_ceilings(report: dict) -> dict:
     if "memory" in summary:
         out["memory_gbs"] = summary["memory"]["ceiling_gbs"]
     return out
+
+
+def read_report(path, flag: str = "--ceilings") -> tuple[dict, bytes]:
+    """A ``trainmark ops --json`` report (and its bytes, for the checksum); a UserError otherwise."""
+    try:
+        raw = Path(path).read_bytes()
+        report = json.loads(raw)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{flag} {path}: cannot read an ops report: {exc}") from None
+    if not isinstance(report, dict) or report.get("format") != FORMAT:
+        raise UserError(f"{flag} {path}: not a {FORMAT} report (write one with `trainmark ops --json FILE`)")
+    return report, raw
 
 
 def ceilings_record(report: dict, report_name: str, report_sha256: str) -> dict:

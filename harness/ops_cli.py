@@ -110,25 +110,11 @@ def cmd_ops(args) -> int:
 
 # ---------------------------------------------------------------- sweep
 
-def read_ops_report(path: Path, flag: str = "--ceilings") -> tuple[dict, bytes]:
-    """A ``trainmark ops --json`` report (and its bytes, for the checksum); a UserError otherwise."""
-    from trainmark.harness import ops
-
-    try:
-        raw = Path(path).read_bytes()
-        report = json.loads(raw)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{flag} {path}: cannot read an ops report: {exc}") from None
-    if not isinstance(report, dict) or report.get("format") != ops.FORMAT:
-        raise UserError(f"{flag} {path}: not a {ops.FORMAT} report (write one with `trainmark ops --json FILE`)")
-    return report, raw
-
-
 def load_ceilings(path: Path) -> dict:
     """Measured ceilings from a ``trainmark ops --json`` report."""
     from trainmark.harness import ops
 
-    return ops.measured_ceilings(read_ops_report(path)[0])
+    return ops.measured_ceilings(ops.read_report(path)[0])
 
 
 def cmd_sweep(args) -> int:

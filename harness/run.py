@@ -195,9 +195,8 @@ def ceilings_for(path: Path, device: torch.device) -> dict:
     import hashlib
 
     from trainmark.harness import ops
-    from trainmark.harness.ops_cli import read_ops_report
 
-    report, raw = read_ops_report(path)
+    report, raw = ops.read_report(path)
     measured_on = (report.get("device") or {}).get("type")
     if measured_on != device.type:
         raise UserError(f"--ceilings {path}: measured on {measured_on}, this run trains on {device.type}; "

@@ -139,13 +139,12 @@ def cmd_calibrate(args) -> int:
                   "converged": len(epochs), **_spread(epochs), "train_time_s": [round(t, 1) for t in times]}
         print(json.dumps(report, indent=2))
         return 0 if len(epochs) == len(summary.results) else 1
-    higher = rules.higher_is_better
     report = {"benchmark": args.benchmark, "trials": len(summary.results),
               "seeds_from": args.seed, "curves": [[e.metric for e in r.history] for r in summary.results],
               "epoch_train_s": [[round(e.train_s, 1) for e in r.history] for r in summary.results], "targets": {}}
     ok = True
     for target in [rules.target, *args.what_if]:
-        reached = (lambda v, t=target: v >= t) if higher else (lambda v, t=target: v <= t)
+        reached = lambda v, t=target: rules.reached(v, t)  # noqa: E731
         epochs = [epochs_to_target(r.history, reached) for r in summary.results]
         got = [e for e in epochs if e is not None]
         report["targets"][str(target)] = {"converged": len(got), "epochs_to_target": epochs, **_spread(got)}

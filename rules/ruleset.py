@@ -64,11 +64,12 @@ class BenchmarkRules:
     def higher_is_better(self) -> bool:
         return self.data["metric"]["direction"] == "higher"
 
-    def reached(self, value: float) -> bool:
-        """Whether a metric value meets the quality target (NaN never does)."""
+    def reached(self, value: float, target: float | None = None) -> bool:
+        """Whether a metric value meets the quality target, or ``target`` in its place (NaN never does)."""
         if not math.isfinite(value):
             return False
-        return value >= self.target if self.higher_is_better else value <= self.target
+        target = self.target if target is None else target
+        return value >= target if self.higher_is_better else value <= target
 
     def defaults(self) -> dict[str, Any]:
         """The reference hyperparameters."""
