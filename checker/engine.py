@@ -8,6 +8,10 @@ the checker wants every failing line, so the messages are recorded as they are p
 The engine re-reads and re-parses its rule file for every log file with the pure-Python
 YAML parser (about 85 % of its time here); while it runs, its ``yaml`` is a stand-in
 that parses each rule file's text once.
+
+The engine executes the code inside every config it loads, so it runs only under
+``compliance_configs.guarded``: it can load MLPerf's shipped configs and the ones trainmark
+generated, nothing else; what it asked for and was refused comes back in ``refused``.
 """
 from __future__ import annotations
 
@@ -20,9 +24,11 @@ from dataclasses import dataclass
 import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
 
+from trainmark.checker.compliance_configs import ALLOWLIST, guarded
 from trainmark.checker.mllog_read import Event
 
 TRAINMARK_PARSER_RULESET = "6.1.0"  # only picks mlperf-logging's line parser
+_PARSER_MODULE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{1,2}")
 
 _TAG = re.compile(r"#\s*([A-Z]+-\d{3})\b")
 _CHECK_FAILED = re.compile(r"CHECK for '(?P<key>.*?)' failed in line (?P<line>\d+):\n.*?\nfailed test: (?P<test>.*?)\n"
@@ -50,10 +56,11 @@ class EngineMessage:
 class EngineResult:
     messages: list[EngineMessage]
     crashed: str | None   # the exception that stopped the engine, if any
+    refused: tuple[str, ...] = ()   # configs the engine asked for that are not ours nor MLPerf's shipped ones
 
     @property
     def valid(self) -> bool:
-        return not self.messages and self.crashed is None
+        return not self.messages and self.crashed is None and not self.refused
 
 
 class _ParseOnce:
@@ -86,12 +93,15 @@ def _rule_files_parsed_once():
 
 
 def _parser(ruleset: str):
+    if not _PARSER_MODULE.fullmatch(ruleset):  # callers pass known rulesets; never import a crafted name
+        raise ValueError(f"not a ruleset version: {ruleset[:40]!r}")
     return importlib.import_module(
         f"mlperf_logging.compliance_checker.mlp_parser.ruleset_{ruleset.replace('.', '')}")
 
 
 def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER_RULESET) -> EngineResult:
-    """Check ``events`` against the rule file ``config`` (absolute, or relative to the engine's folder)."""
+    """Check ``events`` against the rule file ``config``: one trainmark generated
+    (``ALLOWLIST.add_generated``) or one MLPerf ships (relative to the engine's folder)."""
     loglines, errors = _parser(ruleset).parse_generator([e.text for e in events])
     if errors:  # cannot happen for validated events; never let it pass silently
         return EngineResult([], f"mlperf-logging could not parse {len(errors)} validated line(s)")
@@ -101,14 +111,17 @@ def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER
     recorded: list[tuple[str, str | None]] = []
     _record_messages(checker, recorded)
     del mlp_compliance.enqueued_configs[:]
+    del ALLOWLIST.refused[:]
     crashed = None
     try:
-        with _rule_files_parsed_once():
+        with _rule_files_parsed_once(), guarded(ALLOWLIST):
             checker.check_loglines(loglines, config)
     except Exception as exc:  # noqa: BLE001 - unguarded evals and asserts inside the engine
         crashed = f"{type(exc).__name__}: {exc}"
     finally:
         del mlp_compliance.enqueued_configs[:]
+    refused = tuple(ALLOWLIST.refused)
+    del ALLOWLIST.refused[:]
     line_of_text = {}
     for e in events:
         line_of_text.setdefault(e.text.strip(), e.line)
@@ -116,7 +129,7 @@ def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER
     for e in events:
         lines_of_key.setdefault(e.key, []).append(e.line)
     messages = [_structure(msg, key, line_of_text, lines_of_key) for msg, key in recorded]
-    return EngineResult(messages, crashed)
+    return EngineResult(messages, crashed, refused)
 
 
 def _record_messages(checker, recorded: list) -> None:

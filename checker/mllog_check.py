@@ -29,9 +29,18 @@ def engine_findings(result: EngineResult, events: list[Event], rel: str, key_rul
             where = f"line {m.line}: " if m.line else ""
             findings.add(m.rule or "MLLOG-003", rel, f"{where}{m.key or 'log'}: compliance check failed: {m.test}",
                          line=m.line, expected=m.test, seen=value_at.get(m.line, m.text))
+    refused_findings(result, rel, findings)
     if result.crashed:
         findings.add("MLLOG-009", rel, f"the compliance engine stopped: {result.crashed}",
                      expected="a file the engine can evaluate", seen=result.crashed)
+
+
+def refused_findings(result: EngineResult, rel: str, findings: Findings) -> None:
+    """A config the engine asked for and was refused: a logged value tried to name a file."""
+    for config in result.refused:
+        findings.add("SECURITY-001", rel, f"the compliance engine asked for {config!r}, which is neither a config "
+                     f"trainmark generated nor one mlperf-logging ships; refused, never opened",
+                     expected="a shipped or generated config", seen=config)
 
 
 def check_time_order(events: list[Event], rel: str, findings: Findings) -> None:

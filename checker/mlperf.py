@@ -21,9 +21,11 @@ from pathlib import Path
 from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
+from trainmark.checker.compliance_configs import choosing_value_problems
 from trainmark.checker.engine import run_engine
 from trainmark.checker.findings import Findings
 from trainmark.checker.layout import BenchmarkFolder
+from trainmark.checker.mllog_check import refused_findings
 from trainmark.checker.mllog_read import read_events
 from trainmark.checker.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.scoring import olympic_mean
@@ -111,7 +113,15 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> ML
         findings.add("MLPERF-001", rel, f"{first.message} (mlperf-logging cannot parse it)", line=first.line,
                      expected=first.expected, seen=first.seen)
         return MLPerfRun(rel, None, True, "malformed MLLOG line")
+    problems = choosing_value_problems(events, ruleset)
+    for event, want in problems:
+        findings.add("SECURITY-001", rel, f"{event.key} {event.value!r} is not {want}: this file is not run through "
+                     f"MLPerf's compliance rules (MLPerf's configs would take the value as a file name)",
+                     line=event.line, expected=want, seen=event.value)
+    if problems:
+        return MLPerfRun(rel, None, True, "a logged value names a config file")
     result = run_engine(events, f"training_{ruleset}/common.yaml", ruleset)
+    refused_findings(result, rel, findings)
     if not result.valid:
         first = result.messages[0] if result.messages else None
         text = first.text if first else result.crashed

@@ -78,22 +78,68 @@ def _allowed(rules: BenchmarkRules, key: str, division: str) -> str:
 
 def check_convergence(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, division: str,
                       findings: Findings) -> None:
-    """Closed division: epochs-to-target no faster than the reference convergence points allow."""
-    if division != "closed":
-        return
-    converged = [r for r in records if r.converged]
-    batch = {r.value("global_batch_size") for r in converged}
-    if not converged or len(batch) != 1 or type(next(iter(batch))) is not int:
-        return  # nothing to judge, or the batch size is already reported elsewhere
+    """Closed division: epochs-to-target no faster than the reference convergence points allow.
+
+    Each trial is judged against the reference at its own logged batch size: trials are grouped by
+    ``global_batch_size`` and every group is checked, so a changed batch in one trial cannot hide
+    the others (mixed settings are themselves a finding of ``check_same_settings``).
+    """
     points = rules.convergence["points"]
-    if not points:
+    if division != "closed" or not points:
         return
-    verdict = convergence.check(points, next(iter(batch)), [r.epochs for r in converged])
-    if verdict.ok is None:
-        findings.add("CONVERGE-002", folder_rel, verdict.message,
-                     expected=f"a global batch size the rules measured ({[p['global_batch_size'] for p in points]})",
-                     seen=next(iter(batch)))
-    elif not verdict.ok:
-        findings.add("CONVERGE-001", folder_rel, verdict.message,
-                     expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
-                     seen=f"{verdict.submission_mean:.2f}")
+    groups: dict[int, list[TrialRecord]] = {}
+    for r in records:
+        batch = r.value("global_batch_size")
+        if r.converged and type(batch) is int:  # a missing or non-integer batch is reported by HPARAM-002
+            groups.setdefault(batch, []).append(r)
+    for batch, group in sorted(groups.items()):
+        verdict = convergence.check(points, batch, [r.epochs for r in group])
+        trials = ", ".join(str(r.trial) for r in group)
+        where = f"trials {trials}: " if len(groups) > 1 else ""
+        if verdict.ok is None:
+            findings.add("CONVERGE-002", folder_rel, where + verdict.message,
+                         expected=f"a global batch size the rules measured ({[p['global_batch_size'] for p in points]})",
+                         seen=batch)
+        elif not verdict.ok:
+            findings.add("CONVERGE-001", folder_rel, where + verdict.message,
+                         expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
+                         seen=f"{verdict.submission_mean:.2f}")
+
+
+def trial_settings(record: TrialRecord, rules: BenchmarkRules) -> dict[str, object]:
+    """What must be the same in every trial of a benchmark: hyperparameters and precision."""
+    return {**hyperparameters(record, rules), "trainmark_precision": record.value("trainmark_precision")}
+
+
+def check_same_settings(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, division: str,
+                        findings: Findings) -> None:
+    """Trials of one benchmark differ only in their seed: a mixed set is not one result."""
+    if not records:
+        return
+    first = records[0]
+    base = trial_settings(first, rules)
+    rule = "HPARAM-004" if division == "closed" else "HPARAM-005"
+    for rec in records[1:]:
+        mine = trial_settings(rec, rules)
+        for key in sorted(base.keys() | mine.keys()):
+            if key not in base or key not in mine or not _same(base[key], mine[key]):
+                findings.add(rule, rec.rel, f"trial {rec.trial} logs {key} {mine.get(key)!r}, trial {first.trial} "
+                             f"logged {base.get(key)!r}: every trial of a benchmark uses the same settings",
+                             line=rec.line_of(key), expected=base.get(key), seen=mine.get(key))
+
+
+def _same(a: object, b: object) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def check_trial_outcomes(records: list[TrialRecord], findings: Findings) -> None:
+    """A crashed or interrupted trial is not a result: it can never count as an allowed miss."""
+    for rec in records:
+        summary = rec.value("trainmark_trial_result")
+        status = summary.get("status") if isinstance(summary, dict) else None
+        if status in ("crashed", "aborted"):
+            error = summary.get("error") if isinstance(summary, dict) else None
+            findings.add("TRIAL-003", rec.rel, f"trial {rec.trial} {status}" + (f": {error}" if error else "")
+                         + "; rerun it (`trainmark run --resume` archives it and trains it again)",
+                         line=rec.line_of("trainmark_trial_result"), expected="converged, not_converged or diverged",
+                         seen=status)
