@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainmark.checker import conformity, mllog_check, trials_check
+from trainmark.checker import conformity, curve_check, mllog_check, trials_check
+from trainmark.checker import rank_check
+from trainmark.checker import energy_check
 from trainmark.checker.agreement import check_agreement
+from trainmark.checker.compliance_configs import ALLOWLIST
 from trainmark.checker.engine import run_engine
 from trainmark.checker.epochs_check import check_epochs_log
 from trainmark.checker.findings import Findings
@@ -21,13 +24,14 @@ from trainmark.checker.layout import DIVISIONS, BenchmarkFolder, safe_entries
 from trainmark.checker.mllog_read import Event, read_events
 from trainmark.checker.safefs import LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.scoring import score_benchmark
+from trainmark.checker.trial_json_check import check_trial_json
 from trainmark.checker.trial_record import TrialRecord, extract_trial
 from trainmark.rules import compliance
 from trainmark.rules.ruleset import BenchmarkRules
 
 RESULT_FILE = re.compile(r"result_(0|[1-9][0-9]{0,5})\.txt")
 TRIAL_DIR = re.compile(r"trial_(0|[1-9][0-9]{0,5})")
-TRIAL_FILES = ("model.safetensors", "structure.json", "trial.json")
+TRIAL_FILES = ("model.safetensors", "structure.json", "trial.json", "telemetry.csv")
 CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy", ".npz", ".h5",
                  ".py", ".pyc", ".sh", ".so", ".exe", ".dll", ".onnx")
 
@@ -44,7 +48,9 @@ class TrainmarkContext:
     def compliance_file(self, rules: BenchmarkRules, division: str) -> str:
         key = (rules.name, rules.version, division, str(rules.path))
         if key not in self._configs:
-            self._configs[key] = str(compliance.write_compliance_file(rules, division, self.compliance_dir))
+            path = compliance.write_compliance_file(rules, division, self.compliance_dir)
+            ALLOWLIST.add_generated(path, compliance.compliance_yaml(rules, division))
+            self._configs[key] = str(path)
         return self._configs[key]
 
 
@@ -143,6 +149,7 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
         result.division = division
 
     records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
+    rank_check.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
     if has_epochs_log:
         rel = _join(folder.rel, "epochs.log")
         data = _read(tree, rel, findings)
@@ -161,6 +168,10 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
     trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
+    energy_check.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings)  # ENERGY-, TELEMETRY-
+    trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
+    trials_check.check_trial_outcomes(ordered, findings)
+    curve_check.check_curves(ordered, rules, division, findings)
     _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
     scoring = rules.scoring
     result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
@@ -203,6 +214,9 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
                          expected=f"trial_{k}/model.safetensors, trial_{k}/structure.json", seen="missing")
             continue
         _check_trial_entries(tree, trial_rel, findings)
+        names = {"benchmark": folder.benchmark, "division": division, "submitter": folder.submitter,
+                 "system_name": folder.system}
+        check_trial_json(tree, _join(trial_rel, "trial.json"), records.get(k), names, rules, findings)
         structure_rel = _join(trial_rel, "structure.json")
         desc, text = conformity.read_structure(tree, structure_rel, findings)
         conformity.check_weights(tree, _join(trial_rel, "model.safetensors"), desc, findings)

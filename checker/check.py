@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
+from trainmark.checker import archive
 from trainmark.checker.benchmark_check import BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
 from trainmark.checker.conformity import ReferenceBuilder, ReferenceStructures
 from trainmark.checker.findings import Findings
 from trainmark.checker.layout import walk
-from trainmark.checker.mlperf import infer_ruleset, is_mlperf_benchmark, known_rulesets, score_mlperf_benchmark
+from trainmark.checker.code_check import check_code
+from trainmark.checker.mlperf import (infer_ruleset, is_mlperf_benchmark, known_rulesets, ruleset_note,
+                                      score_mlperf_benchmark)
 from trainmark.checker.report import Report
 from trainmark.checker.safefs import SafeTree
 from trainmark.checker.systemdesc import check_system_file, load_schema
@@ -28,6 +32,7 @@ class CheckOptions:
     reference_builder: ReferenceBuilder | None = None   # default: trainmark.reference.registry
     system_schema: Path | None = None            # default: harness/schema/system.schema.json
     mlperf_ruleset: str | None = None            # default: from the path ('...v4.0...'), else the newest
+    progress: Callable[[int, int, str], None] | None = None  # (done, total, folder): checker/progress.py
 
 
 class RulesProvider:
@@ -79,6 +84,8 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path} does not exist")
+    if path.is_file() and archive.is_archive_name(path):  # unpacked safely into a temporary folder
+        return archive.check_archive(path, options, check_path)
     if not path.is_dir():
         raise UserError(f"{path} is not a folder: pass a submission, division, submitter, system or benchmark folder")
     if options.mlperf_ruleset is not None and options.mlperf_ruleset not in known_rulesets():
@@ -104,7 +111,9 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
     with tempfile.TemporaryDirectory(prefix="trainmark-check-") as compliance_dir:
         ctx = TrainmarkContext(rules, ReferenceStructures(options.reference_builder), Path(compliance_dir),
                                report.notes)
-        for folder in layout.benchmarks:
+        for done, folder in enumerate(layout.benchmarks):
+            if options.progress is not None:
+                options.progress(done, len(layout.benchmarks), folder.rel or ".")
             try:
                 result = _check_benchmark(folder, tree, ctx, names, divisions, root, options, findings)
             except UserError:
@@ -115,4 +124,6 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
                 continue
             if result is not None:
                 report.benchmarks.append(result)
+        check_code(report.benchmarks, tree, rules.root or RULES_ROOT, findings, report.notes)
+    report.notes.insert(0, ruleset_note(root, options.mlperf_ruleset)[1])
     return report

@@ -11,6 +11,8 @@ from typing import Any, Iterator
 from trainmark.checker.catalog import ERROR, RULES
 
 MAX_TEXT = 400  # expected/seen quote submission content: keep a reviewer's screen usable
+MAX_PER_RULE_AND_FILE = 20     # a file with thousands of violations shows this many, then one LIMIT-001 count
+MAX_PER_RULE_AND_FOLDER = 100  # the same across the files of one folder (999,999 missing result_<k>.txt)
 
 
 def clip(text: Any, limit: int = MAX_TEXT) -> str:
@@ -19,9 +21,20 @@ def clip(text: Any, limit: int = MAX_TEXT) -> str:
         s = (text if isinstance(text, str) else repr(text))[: limit * 4]
     except RecursionError:
         s = f"<{type(text).__name__} nested too deeply to show>"
-    if not s.isprintable():
-        s = "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+    s = printable(s)
     return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def printable(text: str) -> str:
+    """``text`` with every control, format or unpaired-surrogate character escaped (``\\x1b``, ``\\n``).
+
+    Submitted names and content reach terminals and CSV files: an ESC or OSC sequence,
+    a newline or a byte that is not UTF-8 (a surrogate escape) must show as what it is,
+    never act.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True)
@@ -40,11 +53,21 @@ class Finding:
 
 
 class Findings:
-    """An ordered, duplicate-free collection of findings."""
+    """An ordered, duplicate-free collection of findings, bounded per rule and file.
 
-    def __init__(self) -> None:
+    After ``MAX_PER_RULE_AND_FILE`` findings of one rule in one file (or
+    ``MAX_PER_RULE_AND_FOLDER`` in the files of one folder), further ones are counted, not
+    kept: one LIMIT-001 finding (placed where the first dropped one would have been) says
+    how many more there were. Adding is O(1), so a file with a million violations costs a
+    million counter increments, not a million findings to render.
+    """
+
+    def __init__(self, cap: int = MAX_PER_RULE_AND_FILE, folder_cap: int = MAX_PER_RULE_AND_FOLDER) -> None:
         self._items: list[Finding] = []
         self._seen: set[tuple] = set()
+        self._caps = {"file": cap, "folder": folder_cap}
+        self._per: dict[tuple[str, str, str], int] = {}          # (scope, rule, where) -> findings kept
+        self._hidden: dict[tuple[str, str, str], list[int]] = {}  # same key -> [index of its LIMIT-001, count]
 
     def add(self, rule_id: str, file: str, message: str, *, line: int | None = None,
             expected: Any = "", seen: Any = "", fix: str | None = None) -> None:
@@ -52,11 +75,38 @@ class Findings:
         key = (rule_id, file, line, message)
         if key in self._seen:
             return
+        groups = (("file", rule_id, file), ("folder", rule_id, file.rpartition("/")[0]))
+        if rule_id != "LIMIT-001":
+            for group in groups:
+                if self._per.get(group, 0) >= self._caps[group[0]]:
+                    self._count_hidden(group, spec.severity)
+                    return
         self._seen.add(key)
+        for group in groups:
+            self._per[group] = self._per.get(group, 0) + 1
         self._items.append(Finding(
-            rule=rule_id, severity=spec.severity, file=file, line=line, message=clip(message, 2000),
+            rule=rule_id, severity=spec.severity, file=printable(file), line=line, message=clip(message, 2000),
             expected=clip(expected), seen=clip(seen), fix=fix or spec.fix,
         ))
+
+    def _count_hidden(self, group: tuple[str, str, str], severity: str) -> None:
+        scope, rule_id, where = group
+        if group not in self._hidden:
+            self._hidden[group] = [len(self._items), 0]
+            self._items.append(None)  # type: ignore[arg-type]  # replaced just below
+        slot, cap = self._hidden[group], self._caps[scope]
+        slot[1] += 1
+        place = "this file" if scope == "file" else "the files of this folder"
+        self._items[slot[0]] = Finding(
+            rule="LIMIT-001", severity=RULES["LIMIT-001"].severity, file=printable(where), line=None,
+            message=f"and {slot[1]} more {rule_id} finding(s) ({severity}) in {place}, not listed: "
+                    f"the first {cap} are shown",
+            expected=f"at most {cap} {rule_id} findings listed per {scope}", seen=f"{cap + slot[1]}",
+            fix=RULES["LIMIT-001"].fix)
+
+    def hidden(self) -> int:
+        """How many findings the per-rule cap left out (they count toward nothing but LIMIT-001)."""
+        return sum(count for _, count in self._hidden.values())
 
     def __iter__(self) -> Iterator[Finding]:
         return iter(self._items)

@@ -176,8 +176,8 @@ class _Walker:
             return
         names = {e.name: e for e in entries}
         for e in entries:
-            if e.name not in ("systems", "results") and division is not None:
-                self.unexpected(rel, e, "a submitter folder holds systems/ and results/")
+            if e.name not in ("systems", "results", "benchmarks") and division is not None:  # benchmarks/: code_check
+                self.unexpected(rel, e, "a submitter folder holds systems/, results/ and benchmarks/")
         system_files: set[str] | None = None
         systems_rel = posixpath.join(rel, "systems")
         if "systems" not in names or names["systems"].kind != "dir":

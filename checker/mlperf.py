@@ -71,6 +71,20 @@ def infer_ruleset(path: Path) -> str:
     return known[-1]
 
 
+def ruleset_note(path: Path, chosen: str | None) -> tuple[str, str]:
+    """The MLPerf Training ruleset in force for a check, and a note that says it and where it came from."""
+    if chosen:
+        return chosen, f"MLPerf Training ruleset in force: {chosen} (from --mlperf-ruleset)"
+    ruleset = infer_ruleset(path)
+    for part in reversed(Path(path).resolve().parts):
+        m = re.search(r"v(\d+)\.(\d+)(?:\.(\d+))?", part)
+        if m and f"{m[1]}.{m[2]}.{m[3] or 0}" == ruleset:
+            return ruleset, f"MLPerf Training ruleset in force: {ruleset} (from the folder name {part!r})"
+    return ruleset, (f"MLPerf Training ruleset in force: {ruleset}, assumed (the newest this mlperf-logging ships): "
+                     f"the path names no version such as 'v4.0'; choose another with --mlperf-ruleset X.Y.Z "
+                     f"(known: {', '.join(known_rulesets())})")
+
+
 def is_mlperf_benchmark(name: str) -> bool:
     return name in benchmark_meta.get_result_file_counts("training") or name == "mask"
 

@@ -157,10 +157,23 @@ def write_benchmark_folder(folder: Path, rules, model, *, division: str = "close
         trial_dir.mkdir(exist_ok=True)
         save_file(weights, str(trial_dir / "model.safetensors"))
         (trial_dir / "structure.json").write_text(json.dumps(desc, indent=1) + "\n", encoding="utf-8")
-        (trial_dir / "trial.json").write_text(json.dumps({"trial": k, "seed": plan.seed}) + "\n", encoding="utf-8")
+        (trial_dir / "trial.json").write_text(json.dumps(trial_summary(folder / f"result_{k}.txt", rules, k, plan,
+                                                                       division, submitter, system)) + "\n",
+                                              encoding="utf-8")
         start_ms = evals[-1][0] + 600_000
     (folder / "epochs.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return plans
+
+
+def trial_summary(result: Path, rules, k: int, plan: TrialPlan, division: str, submitter: str,
+                  system: str) -> dict[str, Any]:
+    """trial.json as the harness writes it: the logged summary plus the run's settings."""
+    logged = next(json.loads(line.split(":::MLLOG ", 1)[1])["value"] for line in
+                  result.read_text(encoding="utf-8").splitlines() if '"key": "trainmark_trial_result"' in line)
+    return {"format_version": 1, "benchmark": rules.name, "rules_version": rules.version, "division": division,
+            "submitter": submitter, "system_name": system, "precision": "fp32", "precision_used": "fp32",
+            "hparams": rules.defaults(), "trial": k, "seed": plan.seed, **logged,
+            "history": [{"epoch": e, "metric": m} for e, m in enumerate(plan.metrics, 1)]}
 
 
 def system_description(system: str, submitter: str, division: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ class Mark:
 
     s: float
     j: float | None
+    domains_j: dict | None = None  # each energy domain's cumulative joules (None: the meter has no domains)
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Window:
     end_s: float
     start_j: float | None
     end_j: float | None
+    start_domains_j: dict | None = None
+    end_domains_j: dict | None = None
 
     @property
     def seconds(self) -> float:
@@ -38,14 +41,23 @@ class Window:
             return None
         return self.end_j - self.start_j
 
+    def domain_joules(self) -> dict[str, float | None] | None:
+        """Joules of this window per energy domain; a domain unmeasured at either end is None."""
+        if self.start_domains_j is None or self.end_domains_j is None:
+            return None
+        return {name: None if end is None or self.start_domains_j.get(name) is None
+                else end - self.start_domains_j[name] for name, end in self.end_domains_j.items()}
+
 
 class Monitor:
     """Opens and closes named windows; ``wall_ms`` maps a clock reading to MLLOG time."""
 
     def __init__(self, meter, clock: Callable[[], float] = time.perf_counter,
-                 sync: Callable[[], None] | None = None, wall: Callable[[], float] = time.time):
+                 sync: Callable[[], None] | None = None, wall: Callable[[], float] = time.time,
+                 telemetry=None):
         self.meter, self.clock, self.sync = meter, clock, sync or (lambda: None)
-        self._open: dict[str, tuple[float, float | None]] = {}
+        self.telemetry = telemetry  # a trainmark.harness.telemetry.Sampler, or None
+        self._open: dict[str, tuple[float, float | None, dict | None]] = {}
         # One anchor: MLLOG times are wall-clock-shaped but differences are monotonic.
         self._anchor_clock, self._anchor_wall = clock(), wall()
 
@@ -55,9 +67,13 @@ class Monitor:
     def wall_ms(self, clock_s: float) -> int:
         return int(round(self.wall_s(clock_s) * 1000))
 
-    def _now(self) -> tuple[float, float | None]:
+    def _now(self) -> tuple[float, float | None, dict | None]:
         self.sync()
-        return self.clock(), self.meter.joules()
+        readings = getattr(self.meter, "readings", None)  # domain meters: total and domains from one read
+        if readings is None:
+            return self.clock(), self.meter.joules(), None
+        now, reading = self.clock(), readings()
+        return now, reading.total, dict(reading.domains) if reading.domains else None
 
     def begin_window(self, name: str) -> Mark:
         if name in self._open:
@@ -68,6 +84,6 @@ class Monitor:
     def end_window(self, name: str) -> Window:
         if name not in self._open:
             raise RuntimeError(f"window {name!r} was never opened")
-        start_s, start_j = self._open.pop(name)
-        end_s, end_j = self._now()
-        return Window(name, start_s, end_s, start_j, end_j)
+        start_s, start_j, start_domains = self._open.pop(name)
+        end_s, end_j, end_domains = self._now()
+        return Window(name, start_s, end_s, start_j, end_j, start_domains, end_domains)

@@ -41,7 +41,8 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="three small shapes, few repeats (seconds; for tests)")
     p.add_argument("--repeats", type=int, help="timings per case (default 5; quick 3)")
     p.add_argument("--no-numpy", action="store_true", help="CPU: skip the NumPy BLAS reference rows")
-    p.add_argument("--json", type=Path, dest="json_path", help="write the full report here")
+    p.add_argument("--json", dest="json_path", metavar="FILE",
+                   help="write the full report as JSON to FILE ('-': standard output, instead of the table)")
     p.set_defaults(func=cmd_ops)
 
     p = sub.add_parser("sweep", help="throughput, TFLOPS, energy and memory over batch sizes and precisions")
@@ -63,9 +64,9 @@ def register(sub) -> None:
     p.add_argument("--energy-estimate-watts", type=float,
                    help="when no energy counter exists, report W x time, labelled 'estimated'")
     p.add_argument("--out", type=Path, default=Path("sweep"), help="output folder (default: %(default)s)")
-    p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--rules-version", default=None)
-    p.add_argument("--rules-dir", type=Path)
+    p.add_argument("--no-plots", action="store_true", help="write the CSV and JSON but no PNG plots")
+    p.add_argument("--rules-version", default=None, help="rules version (default: the latest)")
+    p.add_argument("--rules-dir", type=Path, help="read rule files from this folder instead of the shipped ones")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -73,7 +74,10 @@ def register(sub) -> None:
 
 def cmd_ops(args) -> int:
     from trainmark.harness import ops
+    from trainmark.harness.cli_checks import ops_args
+    from trainmark.outputs import is_stdout, write_output
 
+    ops_args(args)  # before measuring: an unwritable --json used to fail only at the end
     device = _device(args.device)
     dtypes = _csv(args.dtype or OPS_DEFAULT_DTYPES.get(device.type, "fp32"))
     bad = [d for d in dtypes if d not in (*ops.DTYPES, "fp8")]
@@ -95,16 +99,17 @@ def cmd_ops(args) -> int:
         shapes = [s for s in shapes if s.name in wanted]
     if args.repeats is not None and args.repeats < 1:
         raise UserError("--repeats must be at least 1")
-    print(ops.HEADER, flush=True)
+    table_out = sys.stderr if is_stdout(args.json_path) else sys.stdout  # '-': stdout is the JSON alone
+    print(ops.HEADER, flush=True, file=table_out)
     report = ops.run_ops(device, dtypes, ops=op_list, passes=passes, quick=args.quick, shapes=shapes,
                          numpy_backend=not args.no_numpy, repeats=args.repeats,
-                         progress=lambda row: print(ops.format_row(row), flush=True))
-    print()
-    print(ops.format_report(report))
+                         progress=lambda row: print(ops.format_row(row), flush=True, file=table_out))
+    print(file=table_out)
+    print(ops.format_report(report), file=table_out)
     if args.json_path:
-        args.json_path.parent.mkdir(parents=True, exist_ok=True)
-        args.json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        print(f"report: {args.json_path}")
+        write_output(args.json_path, json.dumps(report, indent=2) + "\n", "--json")
+        if not is_stdout(args.json_path):
+            print(f"report: {args.json_path}")
     return 0
 
 
@@ -122,13 +127,15 @@ def cmd_sweep(args) -> int:
     from trainmark.reference import registry
     from trainmark.rules import LATEST_VERSION
     from trainmark.rules.ruleset import get_rules
+    from trainmark.harness.cli_checks import sweep_args
 
+    sweep_args(args)  # before measuring: '' batch sizes, NaN seconds, an unwritable --out
     device = _device(args.device)
     rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
     ref = registry.get(rules.reference_model["id"])
     hp = rules.defaults()
     base = int(hp["global_batch_size"])
-    batch_sizes = (_ints(args.batch_sizes, "--batch-sizes") if args.batch_sizes
+    batch_sizes = (_ints(args.batch_sizes, "--batch-sizes") if args.batch_sizes is not None
                    else sorted({max(1, base // 4), max(1, base // 2), base, base * 2}))
     precisions = _csv(args.precisions)
     if not precisions or set(precisions) - {"fp32", "amp"}:

@@ -24,12 +24,13 @@ from safetensors.torch import save_file
 
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.errors import UserError
-from trainmark.harness import distributed, energy, epochlog, peaks, system
+from trainmark.harness import distributed, energy, epochlog, implementation, peaks, system
 from trainmark.harness.files import append_line, write_atomic, write_json_atomic, write_text_atomic
 from trainmark.harness.mllogger import TrialLog
 from trainmark.harness.monitor import Monitor
 from trainmark.harness.progress import TrialProgress
 from trainmark.harness.structure import describe
+from trainmark.harness.telemetry import open_for_trial as open_telemetry
 from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, autocast_for, run_trial
 from trainmark.reference import registry
 from trainmark.rules import LATEST_VERSION, get_rules
@@ -62,6 +63,7 @@ class RunOptions:
     full_curves: bool = False  # calibration only: ignore the target, train every trial to max_epochs
     max_epochs: int | None = None  # calibration only: fewer epochs than the rules' max_epochs
     ceilings: Path | None = None  # a `trainmark ops --json` report of this machine: its measured ceilings
+    telemetry_hz: float = 1.0  # telemetry samples per second into trial_<k>/telemetry.csv (0: none)
 
 
 @dataclass
@@ -69,11 +71,17 @@ class RunSummary:
     bench_dir: Path
     results: list[TrialResult]
     allowed_not_converged: int
+    first_trial: int = 1   # results[0] is this trial (after --resume, not 1)
+
+    @property
+    def crashed(self) -> dict[int, TrialResult]:
+        """Trials that crashed or were interrupted, by trial number: never an allowed miss."""
+        return {k: r for k, r in enumerate(self.results, self.first_trial) if r.status in ("crashed", "aborted")}
 
     @property
     def ok(self) -> bool:
-        failed = sum(r.status != "converged" for r in self.results)
-        return failed <= self.allowed_not_converged
+        missed = sum(r.status in ("not_converged", "diverged") for r in self.results)
+        return not self.crashed and missed <= self.allowed_not_converged
 
 
 def check_device(device: str) -> torch.device:
@@ -127,9 +135,10 @@ def has_results(bench_dir: Path) -> bool:
 def read_trial_json(bench_dir: Path, k: int) -> dict[str, Any] | None:
     path = bench_dir / f"trial_{k}" / "trial.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
+    return value if isinstance(value, dict) else None
 
 
 def finished_trials(bench_dir: Path) -> list[int]:
@@ -140,6 +149,47 @@ def finished_trials(bench_dir: Path) -> list[int]:
         done.append(k)
         k += 1
     return done
+
+
+def resume_settings(opts: RunOptions, rules, hp: dict[str, Any]) -> dict[str, Any]:
+    """What a resumed run must share with the finished trials: only the seed may differ."""
+    return {"rules_version": rules.version, "division": opts.division, "precision": opts.precision,
+            "hparams": hp, "model": opts.model or rules.reference_model["id"]}
+
+
+def refuse_changed_settings(finished: dict[str, Any] | None, now: dict[str, Any], source: Path) -> None:
+    """``--resume`` with other settings would mix two experiments in one result: refuse, naming them."""
+    if finished is None:
+        return
+    changed = []
+    for key, value in now.items():
+        before = finished.get(key)
+        if key == "hparams" and isinstance(before, dict):
+            changed += [f"{k} {before.get(k)!r} -> {value.get(k)!r}" for k in sorted(before.keys() | value.keys())
+                        if before.get(k) != value.get(k) or type(before.get(k)) is not type(value.get(k))]
+        elif before != value:
+            changed.append(f"{key} {before!r} -> {value!r}")
+    if changed:
+        raise UserError(f"--resume with other settings than the finished trials ({source}): {'; '.join(changed)}; "
+                        "resume with the same options, or start a new --out")
+
+
+def repair_torn_log(log: Path) -> None:
+    """A kill mid-write leaves a fragment after the last newline: cut it, and say so."""
+    try:
+        data = log.read_bytes()
+    except FileNotFoundError:
+        return
+    if data and not data.endswith(b"\n"):
+        keep = data[: data.rfind(b"\n") + 1]
+        write_atomic(log, lambda p: p.write_bytes(keep))
+        print(f"trainmark run: {log}: removed an incomplete last line ({len(data) - len(keep)} bytes) "
+              "left by an interrupted write", file=sys.stderr)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{log}: not UTF-8 at byte {exc.start}: the log was damaged; move the folder aside "
+                        "and start a new --out") from None
 
 
 def archive_attempt(bench_dir: Path, k: int) -> Path | None:
@@ -215,12 +265,14 @@ def save_trial_files(bench_dir: Path, k: int, model, result: TrialResult, meta: 
 
 
 def open_meter_for(device: torch.device, dist: distributed.Dist, estimate_watts: float | None):
-    """Rank 0 meters its whole node (all local GPUs, or the CPU packages); other ranks none."""
-    if not dist.is_main:
-        return energy.NullMeter("measured by rank 0")
+    """Rank 0 meters its whole node (all local GPUs, or the CPU packages); other ranks none.
+    Several nodes: each node's local rank 0 meters its node and the readings are summed (scale_nodes)."""
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", dist.world))
     if local_world < dist.world:
-        return energy.NullMeter(f"{dist.world // local_world} nodes: energy of other nodes is not aggregated")
+        from trainmark.harness import scale_nodes
+        return scale_nodes.open_node_meter(device, dist, estimate_watts, energy.cuda_uuids)
+    if not dist.is_main:
+        return energy.NullMeter("measured by rank 0")
     if device.type == "cuda":
         indices = list(range(local_world)) if dist.world > 1 else [device.index or 0]
         return energy.open_meter(str(device), estimate_watts, cuda_indices=energy.cuda_uuids(indices))
@@ -253,6 +305,9 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks")
     check_batch_norm_batch(build_model, hp["global_batch_size"] // dist.world, rules.name)
     sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file)
+    if dist.world > 1:  # several nodes: number_of_nodes and every node listed (a no-op on one node)
+        from trainmark.harness import scale_nodes
+        sysdesc = scale_nodes.describe_nodes(sysdesc, dist, lambda: system.detect(str(device)))
     if opts.ceilings:
         sysdesc["measured_ceilings"] = ceilings_for(opts.ceilings, device)
     root = Path(opts.out) / opts.division / opts.submitter
@@ -279,14 +334,25 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             if not opts.resume:
                 raise UserError(f"{bench_dir} already holds results: use --resume to continue after the last "
                                 "finished trial, or choose another --out")
+            repair_torn_log(bench_dir / "epochs.log")
             done = finished_trials(bench_dir)
+            if done:
+                refuse_changed_settings(read_trial_json(bench_dir, done[-1]), resume_settings(opts, rules, hp),
+                                        bench_dir / f"trial_{done[-1]}" / "trial.json")
             start_at = len(done) + 1
             for k in leftover_trials(bench_dir, start_at):
                 archive_attempt(bench_dir, k)
             if done and base_seed is None:
                 first = read_trial_json(bench_dir, 1)
-                base_seed = int(first["seed"]) if first and "seed" in first else None  # trial 1 used the base
+                seed = first.get("seed") if first else None
+                if type(seed) is not int:
+                    raise UserError(f"{bench_dir / 'trial_1' / 'trial.json'}: seed {seed!r} is not an integer; "
+                                    "pass --seed to resume with the original base seed")
+                base_seed = seed  # trial 1 used the base
         write_json_atomic(root / "systems" / f"{sysdesc['system_name']}.json", sysdesc)
+        implementation.write_record(root, rules, sysdesc["system_name"], opts.division, opts.model,
+                                    {k: v if v is None or isinstance(v, (bool, int, float, dict)) else str(v)
+                                     for k, v in asdict(opts).items()})
     if base_seed is None:
         base_seed = secrets.randbelow(2 ** 31 - 100_000)
     base_seed = dist.broadcast_int(base_seed)
@@ -323,6 +389,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling)
             log = TrialLog(bench_dir / f"result_{k}.txt" if dist.is_main else None)
             monitor = Monitor(meter, sync=sync)
+            sampler = open_telemetry(bench_dir / f"trial_{k}", meter, monitor, 1 / opts.telemetry_hz) \
+                if dist.is_main and opts.telemetry_hz else None
             meta = {**meta_common, "trial": k, "seed": cfg.seed}
             try:
                 result, model = run_trial(ref, data, cfg, monitor, log,
@@ -334,10 +402,12 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 raise
             finally:
                 log.close()
+                if sampler is not None:
+                    sampler.stop()  # idempotent: the trial stops it at run_stop; this covers a crash before
             results.append(result)
             if dist.is_main:
                 save_trial_files(bench_dir, k, model, result, meta)
     finally:
         progress.close()
         meter.stop()
-    return RunSummary(bench_dir, results, rules.scoring["max_not_converged"])
+    return RunSummary(bench_dir, results, rules.scoring["max_not_converged"], start_at)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import tempfile
 from pathlib import Path
 from statistics import mean, pstdev
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainmark.errors import UserError
+from trainmark.outputs import table_console
 from trainmark.harness.run import RunOptions, RunSummary, run_benchmark
 from trainmark.rules import LATEST_VERSION
 
@@ -29,12 +31,14 @@ def _parse_hparam(text: str) -> tuple[str, object]:
 def _run_args(p) -> None:
     p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
     p.add_argument("--trials", type=int, help="number of trials (default: the rules')")
-    p.add_argument("--division", choices=["closed", "open"], default="closed")
+    p.add_argument("--division", choices=["closed", "open"], default="closed",
+                   help="closed: the reference recipe within the rules' limits; open: relaxed (default: closed)")
     p.add_argument("--submitter", default="anonymous", help="organisation name ([A-Za-z0-9._-])")
     p.add_argument("--system", type=Path, dest="system_file", help="system description JSON merged over detection")
     p.add_argument("--system-name", help="system folder name (default: derived from the hardware)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
-    p.add_argument("--precision", choices=["fp32", "amp"], default="fp32")
+    p.add_argument("--precision", choices=["fp32", "amp"], default="fp32",
+                   help="fp32, or amp (bf16/fp16 autocast where the rules allow it) (default: fp32)")
     p.add_argument("--batch-size", type=int, help="global batch size")
     p.add_argument("--seed", type=int, help="base seed; trial k uses seed + k - 1 (default: random, logged)")
     p.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' default location)")
@@ -42,7 +46,7 @@ def _run_args(p) -> None:
                    help="override a hyperparameter (closed division: within the rules' limits)")
     p.add_argument("--model", help="open division: MODULE:CALLABLE returning your nn.Module")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
-    p.add_argument("--rules-version", default=LATEST_VERSION)
+    p.add_argument("--rules-version", default=LATEST_VERSION, help="rules version (default: %(default)s)")
     p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
     p.add_argument("--energy-estimate-watts", type=float,
                    help="when no energy counter exists, report an estimate of W x time (labelled 'estimated')")
@@ -59,8 +63,10 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("list", help="benchmarks with their dataset, metric and target")
-    p.add_argument("--rules-version", default=LATEST_VERSION)
-    p.add_argument("--rules-dir", type=Path)
+    p.add_argument("--rules-version", default=LATEST_VERSION, help="rules version (default: %(default)s)")
+    p.add_argument("--rules-dir", type=Path, help="read rule files from this folder instead of the shipped ones")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the list as JSON to FILE ('-' or no FILE: standard output)")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("calibrate", help="reference trials to a scratch folder; prints epochs-to-target")
@@ -76,11 +82,15 @@ def register(sub) -> None:
 
 
 def options(args, out: Path, resume: bool = False) -> RunOptions:
+    from trainmark.harness.cli_checks import run_args
+
+    hparams = [_parse_hparam(h) for h in args.hparam]
+    run_args(args, hparams)  # before anything runs or is written: one-line errors, never half a folder
     return RunOptions(
         benchmark=args.benchmark, out=out, trials=args.trials, division=args.division,
         submitter=args.submitter, system_file=args.system_file, system_name=args.system_name,
         device=args.device, precision=args.precision, batch_size=args.batch_size, seed=args.seed,
-        data_dir=args.data_dir, hparams=dict(_parse_hparam(h) for h in args.hparam), model=args.model,
+        data_dir=args.data_dir, hparams=dict(hparams), model=args.model,
         resume=resume, quiet=args.quiet, rules_version=args.rules_version, rules_dir=args.rules_dir,
         energy_estimate_watts=args.energy_estimate_watts, full_curves=getattr(args, "full_curves", False),
         max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings)
@@ -89,9 +99,9 @@ def options(args, out: Path, resume: bool = False) -> RunOptions:
 def summary_table(summary: RunSummary) -> Table:
     table = Table(title=str(summary.bench_dir))
     for col in ("trial", "status", "epochs", "metric", "train s", "total s", "train J", "samples/s", "TFLOPS", "util"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", overflow="fold")  # never 'conv…' for converged
     fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
-    for k, r in enumerate(summary.results, 1):
+    for k, r in enumerate(summary.results, summary.first_trial):
         table.add_row(str(k), r.status, str(r.epochs), fmt(r.final_metric, ".4f"), fmt(r.train_time_s, ".1f"),
                       fmt(r.total_time_s, ".1f"), fmt(r.train_energy_j, ".0f"), fmt(r.train_samples_per_s, ".0f"),
                       fmt(r.achieved_tflops, ".4f"), fmt(r.utilization, ".1%"))
@@ -109,15 +119,16 @@ def cmd_run(args) -> int:
     _sigterm_is_ctrl_c()
     summary = run_benchmark(options(args, args.out, args.resume))
     if not args.quiet and summary.results:
-        Console(stderr=True).print(summary_table(summary))
+        table_console(stderr=True).print(summary_table(summary))
+    for k, r in summary.crashed.items():  # a crash is never an allowed miss: say which, and fail the run
+        print(f"trainmark run: trial {k} {r.status}" + (f": {r.error}" if r.error else ""), file=sys.stderr)
     return 0 if summary.ok else 1
 
 
 def cmd_list(args) -> int:
-    from trainmark.rules.cli import benchmarks_table
+    from trainmark.rules.cli import cmd_list as rules_list
 
-    Console().print(benchmarks_table(args.rules_version, args.rules_dir))
-    return 0
+    return rules_list(args)
 
 
 def epochs_to_target(history, reached) -> int | None:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from trainmark.harness import epochlog, flops
+from trainmark.harness import epochlog, flops, scale_nodes
 from trainmark.harness.distributed import Dist
 from trainmark.harness.mllogger import ABORTED, SUCCESS, TrialLog
 from trainmark.harness.monitor import Monitor
@@ -55,6 +55,8 @@ class EpochRecord:
     eval_j: float | None = None
     metric: float | None = None
     eval_time_unix: float | None = None
+    energy_domains_j: dict | None = None   # this epoch's training window, joules per energy domain
+    telemetry: dict | None = None          # telemetry summary of the epoch's training window
 
 
 @dataclass
@@ -70,6 +72,8 @@ class TrialResult:
     total_energy_j: float | None = None
     energy_method: str = ""
     energy_reason: str | None = None
+    energy_scope: str | None = None        # what the total covers: '+'-joined domains, 'node', or null
+    energy_domains: dict | None = None     # per domain: kind, method, resolution, reason, train_j, total_j
     train_samples: int = 0
     train_samples_per_s: float | None = None
     steps: int = 0
@@ -81,6 +85,7 @@ class TrialResult:
     utilization_of_ceiling: float | None = None
     precision_used: str = "fp32"
     error: str | None = None
+    telemetry: dict | None = None          # the telemetry file's record (trainmark.harness.telemetry)
     history: list[EpochRecord] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -107,11 +112,32 @@ def _minus(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
+def _domains_j(readings: dict | None) -> dict:
+    """MLLOG metadata with each energy domain's cumulative joules, where the meter has domains."""
+    return {} if readings is None else {"trainmark_energy_domains_j": readings}
+
+
+def domain_energies(meter, run, eval_windows) -> dict | None:
+    """Per domain: how it is measured, and joules of the run with and without evaluation (None: not measured)."""
+    total = run.domain_joules()
+    if total is None:
+        return None
+    described = meter.describe() if hasattr(meter, "describe") else {}
+    evals = [w.domain_joules() or {} for w in eval_windows]
+    out = {}
+    for name, joules in total.items():
+        parts = [e.get(name) for e in evals]
+        train = None if joules is None or None in parts else joules - sum(parts)
+        out[name] = {**described.get(name, {}), "train_j": train, "total_j": joules}
+    return out
+
+
 def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
               write_epoch_line: Callable[[str], None], progress: TrialProgress, dist: Dist,
               build_model: Callable[[], nn.Module]) -> tuple[TrialResult, nn.Module | None]:
     """Train one trial; every outcome is returned as a result, Ctrl-C re-raised after logging."""
-    res = TrialResult(energy_method=monitor.meter.method, energy_reason=monitor.meter.reason)
+    res = TrialResult(energy_method=monitor.meter.method, energy_reason=monitor.meter.reason,
+                      energy_scope=getattr(monitor.meter, "scope", None))
     hp, device = cfg.hparams, cfg.device
     ms = monitor.wall_ms
     model = None
@@ -141,12 +167,18 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
         optimizer, scheduler = ref.make_optimizer(train_model, hp, steps_per_epoch)
         autocast, scaler, res.precision_used = autocast_for(device, cfg.precision)
         res.flops_per_step = count_step_flops(ref, model, hp, device)
-        for key, value in (("seed", cfg.seed), *hp.items(), ("train_samples", ref.train_samples(data)),
+        for key, value in scale_nodes.rank_events(dist, local_batch):  # world size, local batch, nodes (RANK-*)
+            log.event(key, value, ms(init_start.s))
+        # gradient_accumulation_steps: MLPerf's closed rules require it; the harness never accumulates
+        accumulation = () if "gradient_accumulation_steps" in hp else (("gradient_accumulation_steps", 1),)
+        for key, value in (("seed", cfg.seed), *hp.items(), *accumulation, ("train_samples", ref.train_samples(data)),
                            ("eval_samples", ref.eval_samples(data)), ("trainmark_precision", res.precision_used),
                            ("trainmark_model_fingerprint", structure["fingerprint"]),
                            ("trainmark_parameter_count", structure["parameter_count"]),
                            ("trainmark_flops_per_step", res.flops_per_step),
-                           ("trainmark_energy_method", res.energy_method)):
+                           ("trainmark_energy_method", res.energy_method),
+                           ("trainmark_energy_scope", res.energy_scope),
+                           ("trainmark_energy_domains", getattr(monitor.meter, "describe", dict)())):
             log.event(key, value, ms(init_start.s))
         init = monitor.end_window("init")
         res.init_time_s = init.seconds
@@ -154,14 +186,16 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
 
         run_start = monitor.begin_window("run")
         run_open = True
-        log.start("run_start", ms(run_start.s), trainmark_energy_j=run_start.j)
+        log.start("run_start", ms(run_start.s), trainmark_energy_j=run_start.j, **_domains_j(run_start.domains_j),
+                  **scale_nodes.node_fields(monitor.meter))
         res.status = "not_converged"
         for epoch in range(1, cfg.max_epochs + 1):
             last = res.history[-1].metric if res.history else None
             progress.epoch(cfg.trial, epoch, cfg.max_epochs, steps_per_epoch,
                            f"{cfg.metric_name} {last:.4f}" if last is not None else "")
             epoch_start = monitor.begin_window("epoch")
-            log.start("epoch_start", ms(epoch_start.s), epoch_num=epoch, trainmark_energy_j=epoch_start.j)
+            log.start("epoch_start", ms(epoch_start.s), epoch_num=epoch, trainmark_energy_j=epoch_start.j,
+                      **_domains_j(epoch_start.domains_j))
             train_model.train()
             nonfinite = torch.zeros((), dtype=torch.bool, device=device)
             samples = step = 0
@@ -187,11 +221,14 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
                         break
             res.steps += step
             ep = monitor.end_window("epoch")
-            record = EpochRecord(epoch, ep.seconds, ep.joules, samples)
+            record = EpochRecord(epoch, ep.seconds, ep.joules, samples, energy_domains_j=ep.domain_joules())
             res.history.append(record)
             res.epochs, res.train_samples = epoch, res.train_samples + samples
             log.end("epoch_stop", ms(ep.end_s), epoch_num=epoch, trainmark_energy_j=ep.end_j, trainmark_train_energy_j=ep.joules,
-                    trainmark_samples=samples)
+                    trainmark_samples=samples, **_domains_j(ep.end_domains_j))
+            if monitor.telemetry is not None:
+                record.telemetry = monitor.telemetry.summarize(ep.start_s, ep.end_s)
+                log.event("trainmark_telemetry", record.telemetry, ms(ep.end_s), epoch_num=epoch)
             if dist.any(bool(nonfinite), device):
                 res.status = "diverged"
                 res.error = f"non-finite training loss in epoch {epoch}"
@@ -199,7 +236,8 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
             if epoch % cfg.eval_every and epoch != cfg.max_epochs:
                 continue
             eval_start = monitor.begin_window("eval")
-            log.start("eval_start", ms(eval_start.s), epoch_num=epoch, trainmark_energy_j=eval_start.j)
+            log.start("eval_start", ms(eval_start.s), epoch_num=epoch, trainmark_energy_j=eval_start.j,
+                      **_domains_j(eval_start.domains_j))
             train_model.eval()
             with autocast():
                 sums = dist.sum(list(ref.evaluate(model, data, device, dist.rank, dist.world)), device)
@@ -214,7 +252,7 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
                 res.final_metric = metric
                 log.event("eval_accuracy", metric, ms(ev.end_s), epoch_num=epoch)
             log.end("eval_stop", ms(ev.end_s), epoch_num=epoch, trainmark_energy_j=ev.end_j,
-                    trainmark_eval_energy_j=ev.joules)
+                    trainmark_eval_energy_j=ev.joules, **_domains_j(ev.end_domains_j))
             if not finite:
                 res.status, res.error = "diverged", f"{cfg.metric_name} is {metric} after epoch {epoch}"
                 break
@@ -237,6 +275,10 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
         res.total_energy_j = run.joules
         eval_j = [w.joules for w in eval_windows]
         res.train_energy_j = None if None in eval_j else _minus(run.joules, sum(eval_j))
+        res.energy_domains = domain_energies(monitor.meter, run, eval_windows)
+        res.energy_reason = monitor.meter.reason  # a domain that failed mid-run says so here
+        if monitor.telemetry is not None:
+            res.telemetry = monitor.telemetry.stop()
         if res.train_time_s > 0:
             res.train_samples_per_s = res.train_samples / res.train_time_s
             res.achieved_tflops = flops.achieved_tflops(res.flops_per_step, res.steps, res.train_time_s)
@@ -246,7 +288,8 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
             res.utilization_of_ceiling = flops.utilization(res.achieved_tflops, cfg.ceiling_tflops)
         log.event("trainmark_trial_result", res.summary(), ms(run.end_s))
         log.end("run_stop", ms(run.end_s), status=SUCCESS if res.status == "converged" else ABORTED,
-                trainmark_energy_j=run.end_j)
+                trainmark_energy_j=run.end_j, **_domains_j(run.end_domains_j),
+                **scale_nodes.node_fields(monitor.meter))
     if interrupted is not None:
         raise TrialInterrupted(res, model) from interrupted
     return res, model

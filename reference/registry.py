@@ -36,7 +36,8 @@ def names() -> list[str]:
 
 def get(name: str):
     """A fresh instance of the reference named ``name``."""
-    _discover()
+    if name not in _REGISTRY:  # importing every reference (torchvision, torchaudio, ...) costs seconds per rank
+        _discover()
     if name not in _REGISTRY:
         raise UserError(f"unknown benchmark {name!r}; known: {', '.join(sorted(_REGISTRY)) or 'none'} "
                         "(`trainmark list` shows them)")

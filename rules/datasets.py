@@ -71,12 +71,30 @@ def verify_listing(spec: dict, folder: Path) -> list[str]:
     return problems
 
 
+def not_found_message(rules: BenchmarkRules, folder: Path) -> str:
+    """What a newcomer who skipped the install step needs to read (not "does not match")."""
+    env = rules.dataset.get("env_var")
+    source = " ".join(str(rules.dataset.get("source", "see the rules")).split())
+    return (f"{rules.name}: dataset {rules.dataset['name']} not found in {folder}: get it from {source}, "
+            f"then pass --data-dir" + (f" (or set {env})" if env else ""))
+
+
 def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
-    """What is missing or differs from the rules' checksums (empty: the data matches)."""
+    """What is missing or differs from the rules' checksums (empty: the data matches).
+
+    A folder that does not exist raises ``UserError`` saying where to get the data.
+    """
+    from trainmark.errors import UserError
+
+    files = rules.dataset["files"]
+    if not os.path.lexists(folder):
+        raise UserError(not_found_message(rules, Path(folder)))
     problems = verify_listing(rules.dataset["listing"], folder) if "listing" in rules.dataset else []
-    for name, expected in rules.dataset["files"].items():
+    for name, expected in files.items():
         path = Path(folder) / name
-        if not path.is_file():
+        if os.path.lexists(path) and not path.is_file():
+            problems.append(f"{path}: not a regular file (a FIFO, device or folder)")
+        elif not path.is_file():
             problems.append(f"{path}: missing")
         elif (actual := sha256(path)) != expected:
             problems.append(f"{path}: sha256 {actual[:16]}..., rules say {expected[:16]}...")

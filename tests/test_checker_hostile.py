@@ -10,6 +10,7 @@ import torch
 from trainmark.checker import safefs, synthetic
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.safefs import SafeTree, UnsafeEntry
+from trainmark.checker.safetensors_header import MAX_HEADER
 from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")
@@ -74,7 +75,7 @@ def test_hostile_002_oversized_json_and_safetensors_header(root):
     weights.write_bytes((200_000_000).to_bytes(8, "little") + b"{}")
     report = check_path(root, TINY)
     hit(report, "HOSTILE-002", "closed/acme/systems/sys1.json")
-    assert "at most 100000000" in hit(report, "CONFORM-004", f"{BENCH}/trial_1/model.safetensors").message
+    assert f"at most {MAX_HEADER}" in hit(report, "CONFORM-004", f"{BENCH}/trial_1/model.safetensors").message
 
 
 def test_hostile_003_fifo_is_never_opened(root):

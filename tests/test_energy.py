@@ -32,12 +32,13 @@ def set_uj(zone_dir, value):
 def test_rapl_counts_package_and_dram_not_core(tmp_path):
     root = make_rapl(tmp_path, packages=((1_000_000, 10**9),), dram=0)
     m = energy.RaplMeter(root, poll_s=3600)
-    assert m.domains == ["package-0", "dram"]
+    assert [(d.name, d.kind) for d in m.domains] == [("package-0", "cpu-package"), ("dram-0", "dram")]
     m.start()
     set_uj(root / "intel-rapl:0", 3_000_000)      # +2 J package
     set_uj(root / "intel-rapl:0" / "intel-rapl:0:1", 500_000)      # +0.5 J dram
     set_uj(root / "intel-rapl:0" / "intel-rapl:0:0", 999_999_999)  # core: inside package
     assert m.joules() == pytest.approx(2.5)
+    assert m.by_domain() == pytest.approx({"package-0": 2.0, "dram-0": 0.5})
     m.stop()
 
 
@@ -56,12 +57,12 @@ def test_rapl_wraparound(tmp_path):
 def test_rapl_missing_or_root_only_is_unavailable_with_reason(tmp_path):
     with pytest.raises(energy.MeterUnavailable, match="no RAPL zones"):
         energy.RaplMeter(tmp_path)
-    meter = energy.open_meter("cpu", rapl_root=tmp_path)
+    meter = energy.open_meter("cpu", rapl_root=tmp_path, ipmitool=False)
     assert meter.method == energy.UNAVAILABLE and meter.joules() is None and "RAPL" in meter.reason
 
 
 def test_estimate_only_when_asked_and_labelled(tmp_path):
-    meter = energy.open_meter("cpu", estimate_watts=100, rapl_root=tmp_path)
+    meter = energy.open_meter("cpu", estimate_watts=100, rapl_root=tmp_path, ipmitool=False)
     assert meter.method == energy.ESTIMATED
     assert "estimated" in meter.reason and "no measurement" in meter.reason
     clock = iter([0.0, 2.0]).__next__

@@ -6,4 +6,4 @@ The design's top-level folders are installed under this one import name:
 """
 
 __version__ = "0.1.0"
-RESULT_FORMAT_VERSION = 1
+RESULT_FORMAT_VERSION = 2  # 2: submissions hold the implementation record (docs/result-format.md)

@@ -17,12 +17,26 @@ COMMAND_MODULES = [
     "trainmark.harness.run_cli",      # run, list, calibrate
     "trainmark.rules.cli",            # rules list|show|docs, data verify
     "trainmark.checker.cli",          # check
+    "trainmark.checker.package_cli",  # package
     "trainmark.harness.ops_cli",      # ops, sweep
+    "trainmark.report.cli",           # report, compare, table
+    "trainmark.harness.scale_cli",    # scale
 ]
 
 
+USER_DESCRIPTION = """\
+Time-to-quality training benchmarks and a compliance checker for AI accelerators.
+
+  trainmark list                          the benchmarks, their data and quality targets
+  trainmark run resnet-mini --submitter X train to the target, trial after trial
+  trainmark check submission/             validate a result folder and recompute its scores
+
+'trainmark COMMAND --help' explains a command; docs/ in the package explains the formats."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trainmark", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="trainmark", description=USER_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"trainmark {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
@@ -37,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from trainmark.outputs import robust_stdio
+
+    robust_stdio()  # an odd byte in a name is escaped, never a UnicodeEncodeError
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

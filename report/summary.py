@@ -1,0 +1,48 @@
+"""The rows every report format shares: one per benchmark, one per trial, one per finding."""
+from __future__ import annotations
+
+from trainmark.report.collect import BenchmarkView, ReportData, TrialView
+from trainmark.report.fmt import num, pct, seconds
+
+BENCHMARK_COLUMNS = ["benchmark", "system", "division", "trials", "converged", "score", "mean train time (s)",
+                     "95 % CI (s)", "mean train energy (J)", "mean final metric", "errors", "warnings"]
+TRIAL_COLUMNS = ["trial", "status", "epochs", "final metric", "train (s)", "evaluation (s)", "total (s)", "init (s)",
+                 "train energy (J)", "total energy (J)", "samples/s", "TFLOPS (logged)", "utilization (logged)"]
+FINDING_COLUMNS = ["rule", "severity", "file", "line", "message"]
+
+
+def benchmark_row(view: BenchmarkView) -> list[str]:
+    r, s = view.result, view.result.get("score") or {}
+    if r["format"] == "mlperf":
+        score = f"{num(s.get('score_minutes'))} min" if s.get("score_minutes") is not None else \
+            f"none ({s.get('score_reason') or 'not scored'})"
+        return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(s.get("runs", len(r["trials"]))),
+                str(s.get("runs", 0) - s.get("dropped", 0)), score, "-", "-", "-", "-", str(r["errors"]),
+                str(r["warnings"])]
+    ci = s.get("ci95_train_time_s")
+    score = f"{seconds(s.get('score_train_time_s'))} s" if s.get("score_train_time_s") is not None else \
+        f"none ({s.get('score_reason') or 'not scored'})"
+    energy = num(s.get("mean_train_energy_j")) if s.get("mean_train_energy_j") is not None else "not measured"
+    return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(s.get("trials", 0)), str(s.get("converged", 0)),
+            score, seconds(s.get("mean_train_time_s")), f"{seconds(ci[0])} to {seconds(ci[1])}" if ci else "-",
+            energy, num(s.get("mean_final_metric")), str(r["errors"]), str(r["warnings"])]
+
+
+def trial_row(t: TrialView) -> list[str]:
+    s = t.summary
+    return [str(s["trial"]), str(s.get("status") or "-") + ("" if s.get("converged") else " (target missed)"),
+            str(s.get("epochs", "-")), num(s.get("final_metric")), seconds(s.get("train_time_s")),
+            seconds(s.get("eval_time_s")), seconds(s.get("total_time_s")), seconds(s.get("init_time_s")),
+            num(s.get("train_energy_j")), num(s.get("total_energy_j")), num(t.samples_per_s),
+            num(t.logged.get("achieved_tflops")), pct(t.logged.get("utilization"))]
+
+
+def finding_row(f: dict) -> list[str]:
+    return [f["rule"], f["severity"], f["file"] or ".", "-" if f["line"] is None else str(f["line"]), f["message"]]
+
+
+def loose_findings(data: ReportData) -> list[dict]:
+    """Findings that belong to no benchmark folder (layout, system descriptions)."""
+    paths = [v.result["path"] for v in data.benchmarks]
+    return [f for f in data.report["findings"]
+            if not any(not p or f["file"] == p or f["file"].startswith(p + "/") for p in paths)]

@@ -1,0 +1,112 @@
+"""The released reference code of a rules version: which source files a benchmark's reference is, and their hashes.
+
+A closed-division submission must have run the released reference, byte for byte. The
+harness copies the reference's source files into the submission's implementation record
+(``trainmark.harness.implementation``); the checker compares their SHA-256 with the hashes
+shipped beside the rule files, ``rules/<version>/reference-code.json``. That file is
+generated (``trainmark rules code-hashes``) and a test fails when it is stale.
+
+A benchmark's reference code is the module that defines its registered reference class,
+every module of ``trainmark.reference`` it imports (found by reading the source, never by
+running it), and its rule file. Paths inside the record are ``code/<module/path>.py`` and
+``code/rules/<version>/<benchmark>.yaml``.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+from trainmark.rules.ruleset import RULES_ROOT, BenchmarkRules, load_ruleset
+
+HASH_FILE = "reference-code.json"
+FORMAT = "trainmark-reference-code/1"
+PACKAGE = "trainmark.reference"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def module_path(module: str, origin: Path) -> str:
+    """Where a module's source goes in the record: ``code/trainmark/reference/base.py``."""
+    stem = module.replace(".", "/")
+    return f"code/{stem}/__init__.py" if origin.name == "__init__.py" else f"code/{stem}.py"
+
+
+def _origin(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin)
+
+
+def _imported(module: str, source: str) -> set[str]:
+    """Modules of ``trainmark.reference`` that ``source`` imports (anywhere, also inside functions)."""
+    package = module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, *([base] if base else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
+
+
+def reference_modules(root_module: str) -> dict[str, Path]:
+    """``root_module`` and every ``trainmark.reference`` module it imports, transitively: name -> file."""
+    out: dict[str, Path] = {}
+    todo = [root_module]
+    while todo:
+        name = todo.pop()
+        if name in out or name == PACKAGE:
+            continue
+        origin = _origin(name)
+        if origin is None:  # a name imported from a module, not a module
+            continue
+        out[name] = origin
+        todo.extend(_imported(name, origin.read_text(encoding="utf-8")))
+    return dict(sorted(out.items()))
+
+
+def reference_sources(rules: BenchmarkRules) -> dict[str, Path]:
+    """Record path -> source file of a benchmark's released reference code (modules and rule file)."""
+    from trainmark.reference import registry
+
+    cls = type(registry.get(rules.reference_model["id"]))
+    sources = {module_path(name, path): path for name, path in reference_modules(cls.__module__).items()}
+    sources[f"code/rules/{rules.version}/{rules.name}.yaml"] = rules.path
+    return sources
+
+
+def hash_table(version: str, rules_root: Path | None = None) -> dict:
+    """The content of ``<rules_root>/<version>/reference-code.json`` for the code installed now."""
+    benchmarks = {}
+    for name, rules in load_ruleset(version, rules_root).items():
+        benchmarks[name] = {path: sha256_file(src) for path, src in reference_sources(rules).items()}
+    return {"format": FORMAT, "rules_version": version,
+            "generated_by": "trainmark rules code-hashes --rules-version " + version,
+            "benchmarks": benchmarks}
+
+
+def render(table: dict) -> str:
+    return json.dumps(table, indent=1, sort_keys=True) + "\n"
+
+
+def hash_file(version: str, rules_root: Path | None = None) -> Path:
+    return Path(rules_root or RULES_ROOT) / version / HASH_FILE

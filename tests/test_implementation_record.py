@@ -1,0 +1,197 @@
+"""Code in the submission: `trainmark run` writes the implementation record, `trainmark check` verifies it."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import SHIPPED_RULES, TEST_RULES
+from trainmark.checker.check import CheckOptions, check_path
+from trainmark.cli import main
+from trainmark.harness.implementation import manifest_text
+from trainmark.harness.run import RunOptions, run_benchmark
+from trainmark.rules import reference_code
+
+SUB = "closed/acme"
+RECORD = f"{SUB}/benchmarks/tiny-test/implementations/box"
+BENCH = f"{SUB}/results/box/tiny-test"
+
+
+def _rules_with_hashes(dest: Path) -> Path:
+    """The test rules plus a reference-code.json generated for them (as `trainmark rules code-hashes` does)."""
+    shutil.copytree(TEST_RULES, dest)
+    table = reference_code.hash_table("1.0", dest)
+    reference_code.hash_file("1.0", dest).write_text(reference_code.render(table), encoding="utf-8")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def closed_run(tmp_path_factory):
+    """tiny-test, closed division, 5 trials (a few seconds): the folder and the rules it was judged with."""
+    base = tmp_path_factory.mktemp("impl")
+    rules = _rules_with_hashes(base / "rules")
+    run_benchmark(RunOptions(benchmark="tiny-test", out=base / "out", rules_dir=rules, quiet=True,
+                             submitter="acme", system_name="box", seed=11))
+    return base / "out", rules
+
+
+@pytest.fixture
+def run_copy(closed_run, tmp_path):
+    out, rules = closed_run
+    shutil.copytree(out, tmp_path / "out", symlinks=True)
+    return tmp_path / "out", rules
+
+
+def check(out: Path, rules: Path):
+    return check_path(out, CheckOptions(rules_root=rules))
+
+
+def findings(report):
+    return [(f.rule, f.file) for f in report.findings]
+
+
+def rewrite_manifest(record: Path) -> None:
+    (record / "MANIFEST.sha256").write_text(manifest_text(record), encoding="utf-8")
+
+
+def test_shipped_reference_hashes_are_up_to_date():
+    text = reference_code.render(reference_code.hash_table("1.0"))
+    assert reference_code.hash_file("1.0").read_text(encoding="utf-8") == text, \
+        "rules/1.0/reference-code.json is stale: run `trainmark rules code-hashes`"
+
+
+def test_reference_sources_follow_imports_of_the_reference_package():
+    from trainmark.rules import get_rules
+
+    sources = reference_code.reference_sources(get_rules("resnet-mini"))
+    assert "code/trainmark/reference/resnet_mini.py" in sources
+    assert "code/trainmark/reference/fashion_mnist_classifier.py" in sources  # imported by resnet_mini
+    assert "code/trainmark/reference/base.py" in sources                       # imported transitively
+    assert "code/trainmark/reference/lstm.py" not in sources                   # another benchmark's code
+    assert sources["code/rules/1.0/resnet-mini.yaml"] == SHIPPED_RULES / "1.0" / "resnet-mini.yaml"
+
+
+def test_run_writes_the_record_and_check_verifies_it(run_copy):
+    out, rules = run_copy
+    record = out / RECORD
+    info = json.loads((record / "implementation.json").read_text())
+    assert info["benchmark"] == "tiny-test" and info["division"] == "closed" and info["model"] is None
+    assert "code/tiny_reference.py" in info["code_files"] and "code/rules/1.0/tiny-test.yaml" in info["code_files"]
+    assert (record / "code/rules/1.0/tiny-test.yaml").read_bytes() == (rules / "1.0/tiny-test.yaml").read_bytes()
+    env = json.loads((record / "environment.json").read_text())
+    assert env["distributions"]["torch"] and env["python"] and "cuda" in env and "cuda_driver" in env
+    assert json.loads((record / "command.json").read_text())["options"]["benchmark"] == "tiny-test"
+    for line in (record / "MANIFEST.sha256").read_text().splitlines():  # what `sha256sum -c` does
+        digest, name = line.split("  ", 1)
+        assert hashlib.sha256((record / name).read_bytes()).hexdigest() == digest
+    trial = json.loads((out / BENCH / "trial_1" / "trial.json").read_text())
+    assert trial["format_version"] == 2
+    report = check(out, rules)
+    assert findings(report) == [] and report.exit_code == 0
+
+
+def test_edited_reference_code_is_two_findings(run_copy):
+    out, rules = run_copy
+    with open(out / RECORD / "code/tiny_reference.py", "a") as f:
+        f.write("# faster\n")
+    report = check(out, rules)
+    assert ("CODE-004", f"{RECORD}/code/tiny_reference.py") in findings(report)   # manifest
+    assert ("CODE-007", f"{RECORD}/code/tiny_reference.py") in findings(report)   # released reference
+    assert report.exit_code == 1
+
+
+def test_consistent_record_of_modified_code_fails_the_closed_division(run_copy):
+    out, rules = run_copy
+    record = out / RECORD
+    (record / "code/trainmark/reference/base.py").write_text("# my own base\n")
+    (record / "code/trainmark/reference/extra.py").write_text("x = 1\n")
+    rewrite_manifest(record)
+    got = findings(check(out, rules))
+    assert ("CODE-007", f"{RECORD}/code/trainmark/reference/base.py") in got
+    assert ("CODE-007", f"{RECORD}/code/trainmark/reference/extra.py") in got
+    assert not [r for r, _ in got if r in ("CODE-003", "CODE-004", "CODE-005")]
+
+
+def test_manifest_listing_a_missing_file_and_a_file_not_listed(run_copy):
+    out, rules = run_copy
+    record = out / RECORD
+    (record / "command.json").unlink()
+    (record / "notes.txt").write_text("added later\n")
+    got = findings(check(out, rules))
+    assert ("CODE-003", f"{RECORD}/command.json") in got
+    assert ("CODE-005", f"{RECORD}/notes.txt") in got
+    assert ("CODE-006", f"{RECORD}/command.json") in got
+
+
+def test_malformed_manifest_line_is_named(run_copy):
+    out, rules = run_copy
+    path = out / RECORD / "MANIFEST.sha256"
+    path.write_text(path.read_text() + "0" * 64 + "  ../../escape.txt\n")
+    report = check(out, rules)
+    (bad,) = [f for f in report.findings if f.rule == "CODE-002"]
+    assert bad.file == f"{RECORD}/MANIFEST.sha256" and bad.line == len(path.read_text().splitlines())
+
+
+def test_missing_record_is_an_error_for_format_2_and_a_note_for_format_1(run_copy):
+    out, rules = run_copy
+    shutil.rmtree(out / SUB / "benchmarks")
+    report = check(out, rules)
+    assert ("CODE-001", RECORD) in findings(report) and report.exit_code == 1
+    for trial in (out / BENCH).glob("trial_*/trial.json"):
+        data = json.loads(trial.read_text())
+        data.pop("format_version")
+        trial.write_text(json.dumps(data))
+    report = check(out, rules)
+    assert not [f for f in report.findings if f.rule.startswith("CODE-")]
+    assert any("code not verified" in n and "result format 1" in n for n in report.notes)
+
+
+def test_record_of_another_system_and_a_link_inside(run_copy):
+    out, rules = run_copy
+    record = out / RECORD
+    info = json.loads((record / "implementation.json").read_text())
+    info["system"] = "other-box"
+    (record / "implementation.json").write_text(json.dumps(info))
+    (record / "code" / "passwd").symlink_to("/etc/passwd")
+    rewrite_manifest(record)
+    got = findings(check(out, rules))
+    assert ("CODE-010", f"{RECORD}/implementation.json") in got
+    assert ("HOSTILE-001", f"{RECORD}/code/passwd") in got
+
+
+def test_closed_check_without_released_hashes_is_a_warning(run_copy):
+    out, _ = run_copy
+    report = check(out, TEST_RULES)  # the test rules ship no reference-code.json
+    assert [f.rule for f in report.findings] == ["CODE-008"] and report.exit_code == 0
+
+
+def test_open_division_records_the_model_source(tmp_path, monkeypatch):
+    (tmp_path / "mymodel_b12.py").write_text(
+        "from torch import nn\n\ndef build():\n    return nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2))\n")
+    monkeypatch.chdir(tmp_path)  # --model imports from the working folder
+    rules = _rules_with_hashes(tmp_path / "rules")
+    out = tmp_path / "out"
+    run_benchmark(RunOptions(benchmark="tiny-test", out=out, rules_dir=rules, quiet=True, submitter="acme",
+                             system_name="box", seed=5, division="open", model="mymodel_b12:build", trials=1))
+    record = out / "open/acme/benchmarks/tiny-test/implementations/box"
+    assert (record / "model/mymodel_b12.py").read_text() == (tmp_path / "mymodel_b12.py").read_text()
+    assert json.loads((record / "implementation.json").read_text())["model"] == "mymodel_b12:build"
+    assert not [f for f in check(out, rules).findings if f.rule.startswith("CODE-")]
+    (record / "model/mymodel_b12.py").unlink()
+    rewrite_manifest(record)
+    got = findings(check(out, rules))
+    assert ("CODE-009", "open/acme/benchmarks/tiny-test/implementations/box/model") in got
+
+
+def test_code_hashes_command_checks_staleness(tmp_path, capsys):
+    rules = _rules_with_hashes(tmp_path / "rules")
+    assert main(["rules", "code-hashes", "--check", "--rules-dir", str(rules)]) == 0
+    with open(rules / "1.0" / "tiny-test.yaml", "a") as f:
+        f.write("# edited\n")
+    assert main(["rules", "code-hashes", "--check", "--rules-dir", str(rules)]) == 1
+    assert "stale" in capsys.readouterr().err
+    assert main(["rules", "code-hashes", "--rules-dir", str(rules)]) == 0
+    assert main(["rules", "code-hashes", "--check", "--rules-dir", str(rules)]) == 0

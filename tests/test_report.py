@@ -1,0 +1,124 @@
+"""`trainmark report`: what the page and the Markdown say, for good and bad folders."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainmark.checker import synthetic
+from trainmark.checker.check import CheckOptions
+from trainmark.checker.mllog_read import read_events
+from trainmark.checker.findings import Findings
+from trainmark.cli import main
+from trainmark.reference import registry
+from trainmark.report.collect import collect, trial_curve
+from trainmark.report.markdown import render_markdown
+from trainmark.report.page import render_html
+from trainmark.rules import get_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_RULES = Path(__file__).parent / "rules"
+MLPERF = ROOT.parent / "shared" / "fixtures" / "mlperf-training-v4.0"
+TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())
+RULES = get_rules("resnet-mini")
+BENCH = "closed/acme/results/sys1/resnet-mini"
+
+
+def write(root: Path, plans=None) -> Path:
+    synthetic.write_submission(root, RULES, synthetic.tiny_reference_model(), plans=plans)
+    return root
+
+
+def test_curve_points_are_the_training_time_and_energy_before_each_evaluation(clean_submission):
+    # default plans: trial k trains 30 + 2.5 k s and 1500 J per epoch, evaluates 3 s and 120 J
+    data = (clean_submission / BENCH / "result_2.txt").read_bytes()
+    curve, samples = trial_curve(read_events(data, "r", Findings(), strict=True))
+    assert [p.epoch for p in curve] == [1, 2, 3, 4, 5]
+    assert [p.train_s for p in curve] == pytest.approx([35.0 * e for e in range(1, 6)])
+    assert [p.train_energy_j for p in curve] == pytest.approx([1500.0 * e for e in range(1, 6)])
+    assert [p.total_s for p in curve] == pytest.approx([38.0 * e for e in range(1, 6)])
+    assert [p.eval_s for p in curve] == pytest.approx([3.0] * 5)
+    assert samples == 5 * 60000
+
+
+def test_clean_folder_page_has_every_section(clean_submission):
+    data = collect(clean_submission, TINY)
+    (view,) = data.benchmarks
+    assert view.missing == []
+    assert [t.samples_per_s for t in view.trials] == pytest.approx([60000 / (30 + 2.5 * k) for k in range(1, 6)],
+                                                                  rel=1e-3)
+    html = render_html(data)
+    assert html.count('<figure class="plot"') == 4  # metric/time, metric/epoch, time, energy
+    for kind in ("metric-time", "metric-epoch", "time", "energy"):
+        assert f'data-kind="{kind}"' in html
+    assert "Content-Security-Policy" in html and "<script" not in html
+    assert "synthetic CPU" in html  # the system description
+    assert "PASS" in html
+    md = render_markdown(data)
+    assert md.startswith("## trainmark report: PASS")
+    assert "| resnet-mini | sys1 | closed | 5 | 5 |" in md
+
+
+def test_failing_trials_render_and_say_so(tmp_path):
+    plans = [synthetic.TrialPlan(seed=10 + k, metrics=[0.5, 0.6]) for k in range(5)]  # none reaches 0.91
+    data = collect(write(tmp_path / "s", plans), TINY)
+    (view,) = data.benchmarks
+    assert any(m.startswith("no score:") for m in view.missing)
+    assert "trials that did not reach the target: 1, 2, 3, 4, 5" in view.missing
+    html = render_html(data)
+    assert "FAIL" in html and "TARGET-003" in html
+    assert 'data-kind="time"' not in html or "missed target" in html
+    assert "| none (" in render_markdown(data)
+
+
+def test_missing_energy_and_a_single_trial(tmp_path):
+    plans = [synthetic.TrialPlan(seed=7, metrics=[0.8, 0.92], train_energy_j=None, eval_energy_j=None)]
+    data = collect(write(tmp_path / "s", plans), TINY)
+    (view,) = data.benchmarks
+    assert "a single trial: no spread, no confidence interval" in view.missing
+    assert any(m.startswith("energy not measured:") for m in view.missing)
+    html = render_html(data)
+    assert 'data-kind="energy"' not in html and "Energy: not measured" in html
+    assert 'data-kind="metric-time"' in html
+
+
+@pytest.mark.skipif(not MLPERF.is_dir(), reason=f"no MLPerf fixture at {MLPERF}")
+def test_mlperf_folder_renders_run_times():
+    data = collect(MLPERF)
+    assert {v.result["format"] for v in data.benchmarks} == {"mlperf"}
+    html = render_html(data)
+    assert html.count('data-kind="mlperf-runs"') == len(data.benchmarks)
+    assert "MLPerf result folder: per-run times and the score only" in html
+    assert "NVIDIA H100-SXM5-80GB" in html  # the system description
+    assert " min |" in render_markdown(data)
+
+
+def test_hostile_text_is_escaped(tmp_path):
+    sub = write(tmp_path / "s")
+    desc_file = sub / "systems" / "sys1.json"
+    desc = json.loads(desc_file.read_text())
+    desc["host_processor_model_name"] = "<script>alert(1)</script> | x"
+    desc_file.write_text(json.dumps(desc))
+    data = collect(tmp_path / "s", TINY)
+    html = render_html(data)
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_cli_writes_html_and_markdown(tmp_path, capsys):
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    synthetic.write_submission(tmp_path / "s", rules, registry.get("tiny-test").build_model())
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "s"), "-o", str(out), "--rules-dir", str(TEST_RULES)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".r.html")] == []  # no temporary left
+    assert main(["report", str(tmp_path / "s"), "--format", "md", "--rules-dir", str(TEST_RULES)]) == 0
+    assert "| tiny-test | sys1 | closed | 3 | 3 |" in capsys.readouterr().out
+
+
+def test_cli_unreadable_input_exits_2(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "a.tar").write_bytes(b"x")
+    assert main(["report", str(tmp_path / "a.tar")]) == 2
+    assert "is a file" in capsys.readouterr().err

@@ -1,0 +1,82 @@
+"""``trainmark scale``: 1, 2 and 4 gloo ranks of tiny-test under torchrun, refusals, a rank that dies."""
+import argparse
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_RULES
+from trainmark.errors import UserError
+from trainmark.harness import scale, scale_cli, scale_model
+
+HERE = Path(__file__).parent
+ENTRY = [str(HERE / "scale_launch.py")]
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    scale_cli.register(parser.add_subparsers())
+    return parser.parse_args(["scale", "tiny-test", "--rules-dir", str(TEST_RULES), *argv])
+
+
+@pytest.fixture
+def tests_on_path(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def test_world_size_not_dividing_the_global_batch_is_refused_before_launch():
+    with pytest.raises(UserError) as err:
+        scale_cli.settings_from_args(parse("--nproc", "1,3", "--batch-size", "32"))
+    msg = str(err.value)
+    assert "world size 3" in msg and "global batch 32" in msg and "2, 4" in msg.split("nearest first:")[1]
+    with pytest.raises(UserError, match=r"world size 6 \(2 node\(s\) x 3\)"):
+        scale_cli.settings_from_args(parse("--nproc", "3", "--nnodes", "2", "--batch-size", "64",
+                                           "--rdzv-endpoint", "127.0.0.1:1"))
+    assert scale.nearest_divisors(32, 3) == [1, 2, 4, 8]
+    with pytest.raises(UserError, match="--rdzv-endpoint"):
+        scale_cli.settings_from_args(parse("--nproc", "2", "--nnodes", "2", "--batch-size", "64"))
+    with pytest.raises(UserError, match="both --link-bandwidth-gbs and --link-latency-us"):
+        scale_cli.settings_from_args(parse("--link-bandwidth-gbs", "10"))
+
+
+def test_one_two_four_ranks(tmp_path, tests_on_path):
+    s = scale_cli.settings_from_args(parse("--nproc", "1,2,4", "--batch-size", "64", "--steps", "2",
+                                           "--repeats", "1", "--warmup-steps", "1"))
+    result = scale.run_scale(s, ENTRY)
+    paths = scale.write_outputs(result, tmp_path, plots=True)
+    points = result["points"]
+    assert [p["world_size"] for p in points] == [1, 2, 4]
+    assert all(p["status"] == "ok" for p in points), [p["error"] for p in points]
+    # gradient bytes of Linear(8,16)-ReLU-Linear(16,2) in fp32
+    assert result["gradient_bytes"] == (8 * 16 + 16 + 16 * 2 + 2) * 4
+    for p in points:
+        assert p["local_batch"] * p["world_size"] == 64
+        assert p["samples_per_s"] == pytest.approx(64 / p["step_s"])
+        assert p["exposed_comm_s"] == pytest.approx(max(0.0, p["step_s"] - p["compute_s"]))
+        assert p["efficiency"] == pytest.approx(p["samples_per_s"] / (p["world_size"] * points[0]["samples_per_s"]))
+        assert p["prediction_error"] == pytest.approx(p["predicted_samples_per_s"] / p["samples_per_s"] - 1)
+    assert points[0]["comm_s"] == 0 and points[0]["efficiency"] == pytest.approx(1.0)
+    assert points[2]["comm_s"] > 0
+    assert result["saturation_world_size"] == scale_model.saturation_point(
+        [{"n": p["world_size"], "samples_per_s": p["samples_per_s"]} for p in points], s.min_gain)
+    assert result["link"]["bandwidth_bps"] > 0 and "world size 4" in result["link"]["source"]
+    proj = result["projection"]
+    assert [r["n"] for r in proj["rows"]] == scale_model.DEFAULT_SIZES
+    assert [v["world_size"] for v in proj["validation"]] == [1, 2, 4]
+    saved = json.loads(Path(paths["json"]).read_text())
+    assert saved["format"] == scale.FORMAT and len(saved["points"]) == 3
+    rows = list(csv.DictReader(open(paths["csv"])))
+    assert [int(r["world_size"]) for r in rows] == [1, 2, 4]
+    assert Path(paths["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_rank_that_dies_is_named(tests_on_path, monkeypatch):
+    monkeypatch.setenv("SCALE_TEST_DIE_RANK", "1")
+    s = scale_cli.settings_from_args(parse("--nproc", "2", "--batch-size", "64", "--steps", "1", "--repeats", "1"))
+    result = scale.run_scale(s, ENTRY)
+    (point,) = result["points"]
+    assert point["status"] == "failed" and point["samples_per_s"] is None
+    assert "rank 1 (local rank 1) failed first" in point["error"]
+    assert result["projection"] is None
