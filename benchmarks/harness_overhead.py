@@ -78,7 +78,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=4)
     args = ap.parse_args()
     rules = get_rules(args.benchmark)
-    ref = registry.get(rules.reference_model["id"])
+    ref = registry.for_rules(rules)
     data = ref.load_data(None)
     hp = rules.defaults()
     bare, harness = [], []

@@ -61,6 +61,8 @@ def _archive_prefix(folder: Path) -> list[str]:
     if entries & {"systems", "results"}:
         parent = folder.parent.name
         return [parent, folder.name] if parent in DIVISIONS else [folder.name]   # a submitter
+    if any((folder / d / "results").is_dir() or (folder / d / "systems").is_dir() for d in entries):
+        return [folder.name]  # MLPerf's layout, a folder of submitters: its name may carry the version
     raise UserError(f"{folder}: not a submission root (closed/, open/), a division or a submitter folder "
                     "(systems/, results/); package one of those")
 

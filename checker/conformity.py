@@ -25,7 +25,7 @@ ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
 def registry_builder(rules: BenchmarkRules):
     """The reference model from ``trainmark.reference.registry`` (imported only when needed)."""
     registry = importlib.import_module("trainmark.reference.registry")
-    return registry.get(rules.reference_model["id"]).build_model()  # as the harness does
+    return registry.for_rules(rules).build_model()  # as the harness does
 
 
 class ReferenceStructures:

@@ -81,7 +81,8 @@ REPORT_SCHEMA: dict[str, Any] = {
         "schema": {"const": REPORT_SCHEMA_ID},
         "trainmark_version": {"type": "string"},
         "path": {"type": "string"},
-        "level": {"enum": ["submission", "division", "submitter", "system", "benchmark"]},
+        "level": {"enum": ["submission", "division", "submitter", "system", "benchmark",
+                           "archive"]},  # archive: one refused before unpacking (ARCHIVE-*)
         "passed": {"type": "boolean"},
         "exit_code": {"enum": [0, 1]},
         "counts": {"type": "object", "required": [ERROR, WARNING, INFO],

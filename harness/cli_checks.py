@@ -8,8 +8,8 @@ a NaN ``--hparam``, a missing ``--rules-dir``, an unwritable ``--json`` or ``--o
 from __future__ import annotations
 
 import math
-import os
 import re
+import tempfile
 from pathlib import Path
 
 from trainmark.errors import UserError
@@ -64,10 +64,10 @@ def writable_folder(path: Path, flag: str) -> None:
     try:
         if probe.exists() and not probe.is_dir():
             raise UserError(f"{flag} {path}: cannot write results there ({probe} is a file, not a folder)")
-        if not os.access(probe, os.W_OK | os.X_OK):
-            raise UserError(f"{flag} {path}: cannot write results there ({probe} is not writable)")
+        with tempfile.TemporaryFile(dir=probe):  # access() says yes to root even on /proc: try it
+            pass
     except OSError as exc:
-        raise UserError(f"{flag} {path}: {exc.strerror or exc}") from None
+        raise UserError(f"{flag} {path}: cannot write results there ({probe}: {exc.strerror or exc})") from None
 
 
 def run_args(args, hparams: list[tuple[str, object]]) -> None:

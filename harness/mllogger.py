@@ -8,6 +8,7 @@ and ``stack_offset`` points the metadata's file/line at the harness's caller.
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from mlperf_logging.mllog import constants
 from mlperf_logging.mllog.mllog import MLLogger
 
 _counter = 0
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # the folder holding harness/, rules/, checker/
 
 
 class TrialLog:
@@ -34,7 +36,9 @@ class TrialLog:
         self._handler.setFormatter(logging.Formatter("%(message)s"))
         pylogger.addHandler(self._handler)
         self._pylogger = pylogger
-        self._logger = MLLogger(logger=pylogger, default_stack_offset=3)  # metadata names the harness line that logged
+        # metadata names the harness line that logged, relative to the package ("harness/trial.py"): the
+        # absolute path of a submitter's checkout is theirs, not the log's (mllog takes root_dir as a regex)
+        self._logger = MLLogger(logger=pylogger, default_stack_offset=3, root_dir=re.escape(str(PACKAGE_ROOT)))
 
     def _emit(self, kind: str, key: str, value: Any, time_ms: int, metadata: dict | None) -> None:
         if self._logger is None:

@@ -35,12 +35,15 @@ def register(sub) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
     p.add_argument("--dtype", help="comma-separated: fp32, tf32 (CUDA), bf16, fp16 "
                                    f"(default: cpu {OPS_DEFAULT_DTYPES['cpu']}; cuda {OPS_DEFAULT_DTYPES['cuda']})")
-    p.add_argument("--op", default="matmul,conv2d,memory", help="which benchmarks (default: %(default)s)")
+    p.add_argument("--op", default="matmul,conv2d,memory",
+                   help="which benchmarks (default: %(default)s); allreduce alone: the link for `trainmark scale`")
     p.add_argument("--pass", dest="passes", default="fwd,bwd", help="fwd, bwd or both (default: %(default)s)")
     p.add_argument("--shapes", help="only these shape names (see the table), comma-separated")
     p.add_argument("--quick", action="store_true", help="three small shapes, few repeats (seconds; for tests)")
     p.add_argument("--repeats", type=int, help="timings per case (default 5; quick 3)")
     p.add_argument("--no-numpy", action="store_true", help="CPU: skip the NumPy BLAS reference rows")
+    p.add_argument("--nproc", type=int, default=2,
+                   help="--op allreduce: ranks on this node, launched with torchrun (default: %(default)s)")
     p.add_argument("--json", dest="json_path", metavar="FILE",
                    help="write the full report as JSON to FILE ('-': standard output, instead of the table)")
     p.set_defaults(func=cmd_ops)
@@ -84,8 +87,11 @@ def cmd_ops(args) -> int:
     if bad:
         raise UserError(f"--dtype {','.join(bad)}: use fp32, tf32, bf16, fp16")
     op_list = _csv(args.op)
+    if "allreduce" in op_list:  # the link of the scale projection (harness/scale_cli.py)
+        from trainmark.harness.scale_cli import cmd_allreduce
+        return cmd_allreduce(args, op_list)
     if set(op_list) - {"matmul", "conv2d", "memory"}:
-        raise UserError(f"--op {args.op!r}: use matmul, conv2d, memory")
+        raise UserError(f"--op {args.op!r}: use matmul, conv2d, memory, or allreduce alone")
     passes = _csv(args.passes)
     if not passes or set(passes) - {"fwd", "bwd"}:
         raise UserError(f"--pass {args.passes!r}: use fwd, bwd or fwd,bwd")
@@ -132,7 +138,7 @@ def cmd_sweep(args) -> int:
     sweep_args(args)  # before measuring: '' batch sizes, NaN seconds, an unwritable --out
     device = _device(args.device)
     rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
-    ref = registry.get(rules.reference_model["id"])
+    ref = registry.for_rules(rules)
     hp = rules.defaults()
     base = int(hp["global_batch_size"])
     batch_sizes = (_ints(args.batch_sizes, "--batch-sizes") if args.batch_sizes is not None

@@ -292,7 +292,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         raise UserError("--model trains your own model: that is the open division (add --division open)")
     device = check_device(opts.device)
     hp = resolve_hparams(rules, opts)
-    ref = registry.get(rules.reference_model["id"])
+    ref = registry.for_rules(rules)
     build_model = load_custom_model(opts.model) if opts.model else ref.build_model
     trials = opts.trials or rules.trials
     if trials < 1:

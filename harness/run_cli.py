@@ -6,6 +6,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from statistics import mean, pstdev
 
 from rich.console import Console
@@ -13,8 +14,10 @@ from rich.table import Table
 
 from trainmark.errors import UserError
 from trainmark.outputs import table_console
-from trainmark.harness.run import RunOptions, RunSummary, run_benchmark
 from trainmark.rules import LATEST_VERSION
+
+if TYPE_CHECKING:  # the harness imports torch: only the commands that train load it
+    from trainmark.harness.run import RunOptions, RunSummary
 
 
 def _parse_hparam(text: str) -> tuple[str, object]:
@@ -82,6 +85,7 @@ def register(sub) -> None:
 
 
 def options(args, out: Path, resume: bool = False) -> RunOptions:
+    from trainmark.harness.run import RunOptions
     from trainmark.harness.cli_checks import run_args
 
     hparams = [_parse_hparam(h) for h in args.hparam]
@@ -117,6 +121,8 @@ def _sigterm_is_ctrl_c() -> None:
 
 def cmd_run(args) -> int:
     _sigterm_is_ctrl_c()
+    from trainmark.harness.run import run_benchmark
+
     summary = run_benchmark(options(args, args.out, args.resume))
     if not args.quiet and summary.results:
         table_console(stderr=True).print(summary_table(summary))
@@ -141,6 +147,8 @@ def cmd_calibrate(args) -> int:
 
     rules = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     with tempfile.TemporaryDirectory(prefix="trainmark-calibrate-") as tmp:
+        from trainmark.harness.run import run_benchmark
+
         summary = run_benchmark(options(args, Path(tmp)))
     Console(stderr=True).print(summary_table(summary))
     if not args.full_curves:

@@ -60,11 +60,10 @@ class ScaleSettings:
 
 
 def nearest_divisors(n: int, world: int, count: int = 2) -> list[int]:
-    """The world sizes closest to ``world`` that divide ``n`` (below and above)."""
+    """The world sizes that divide ``n``, up to ``count`` below and above ``world``, nearest first."""
     divisors = [d for d in range(1, n + 1) if n % d == 0]
-    below = [d for d in divisors if d < world][-count:]
-    above = [d for d in divisors if d > world][:count]
-    return below + above
+    near = [d for d in divisors if d < world][-count:] + [d for d in divisors if d > world][:count]
+    return sorted(near, key=lambda d: (abs(d - world), d))
 
 
 def check_world_sizes(global_batch: int, nprocs: list[int], nnodes: int) -> None:
@@ -74,7 +73,7 @@ def check_world_sizes(global_batch: int, nprocs: list[int], nnodes: int) -> None
         if global_batch % world:
             near = ", ".join(map(str, nearest_divisors(global_batch, world)))
             raise UserError(f"--nproc {nproc}: world size {world} ({nnodes} node(s) x {nproc}) does not divide the "
-                            f"global batch {global_batch}; world sizes that do, nearest first: {near} "
+                            f"global batch {global_batch}; the nearest that do: {near} "
                             "(or change --batch-size)")
 
 
@@ -307,4 +306,72 @@ def format_summary(result: dict) -> str:
         lines.append("projection: " + ", ".join(f"N={r['n']} eff {r['efficiency']:.2f}" for r in proj["rows"]))
     else:
         lines.append(f"projection: none ({result.get('projection_reason')})")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- trainmark ops --op allreduce
+
+ALLREDUCE_FORMAT = "trainmark-allreduce/1"
+REPORT_CAP = 1 << 20  # an all-reduce report is a few KB
+
+
+def measure_allreduce(nproc: int, device: str = "cpu", sizes: list[int] | None = None, steps: int = 5,
+                      repeats: int = 3, timeout_s: float = 600.0, entry: list[str] | None = None) -> dict:
+    """All-reduce time per message size on ``nproc`` ranks of this node, and the ring link fitted to it."""
+    if nproc < 2:
+        raise UserError(f"--nproc {nproc}: an all-reduce needs at least 2 ranks")
+    sizes = sizes or ALLREDUCE_SIZES
+    with tempfile.TemporaryDirectory(prefix="trainmark-allreduce-") as tmp:
+        out = Path(tmp) / "allreduce.json"
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--standalone",
+               "--nnodes", "1", *(entry or WORKER), "--only-allreduce", "--result", str(out), "--device", device,
+               "--steps", str(steps), "--repeats", str(repeats), "--allreduce-sizes", ",".join(map(str, sizes))]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        if proc.returncode != 0 or not out.exists():
+            who = failed_rank(proc.stderr)
+            raise UserError(f"all-reduce measurement on {nproc} ranks failed (torchrun exit {proc.returncode}"
+                            + (f", {who} failed first" if who else "") + f"): {proc.stderr.strip()[-300:]}")
+        data = json.loads(out.read_text(encoding="utf-8"))
+    rows = data["allreduce"]
+    link = scale_model.fit_link(nproc, [(r["bytes"], r["seconds"]) for r in rows],
+                                f"trainmark ops --op allreduce: {nproc} ranks, {data.get('backend')}, {device}")
+    return {"format": ALLREDUCE_FORMAT,
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "world_size": nproc, "backend": data.get("backend"), "device": device, "steps": steps,
+            "repeats": repeats, "rows": rows, "link": asdict(link),
+            "model": "t = 2(N-1) alpha + 2(N-1)/N bytes/B, least squares over the sizes (docs/scale.md)"}
+
+
+def read_link(path: Path) -> scale_model.Link:
+    """The link of a ``trainmark ops --op allreduce --json`` report (bounded read, checked fields)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(REPORT_CAP + 1)
+    except OSError as exc:
+        raise UserError(f"--link-from {path}: cannot read: {exc.strerror}") from None
+    if len(raw) > REPORT_CAP:
+        raise UserError(f"--link-from {path}: larger than {REPORT_CAP} bytes: not an all-reduce report")
+    try:
+        report = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"--link-from {path}: not JSON: {exc}") from None
+    if not isinstance(report, dict) or report.get("format") != ALLREDUCE_FORMAT or not isinstance(report.get("link"), dict):
+        raise UserError(f"--link-from {path}: not a {ALLREDUCE_FORMAT} report (write one with "
+                        "`trainmark ops --op allreduce --json FILE`)")
+    link = report["link"]
+    try:
+        return scale_model.Link(float(link["latency_s"]), float(link["bandwidth_bps"]), f"{path}: {link.get('source')}")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"--link-from {path}: field 'link': {exc}") from None
+
+
+def format_allreduce(report: dict) -> str:
+    lines = [f"all-reduce on {report['world_size']} ranks ({report['backend']}, {report['device']})",
+             f"{'bytes':>10} {'ms':>9} {'GB/s (bus)':>11}"]
+    n = report["world_size"]
+    for r in report["rows"]:
+        bus = 2 * (n - 1) / n * r["bytes"] / r["seconds"] / 1e9
+        lines.append(f"{r['bytes']:>10} {1000 * r['seconds']:>9.3f} {bus:>11.3g}")
+    link = report["link"]
+    lines.append(f"ring link: {link['bandwidth_bps'] / 1e9:.3g} GB/s, latency {link['latency_s'] * 1e6:.3g} us")
     return "\n".join(lines)

@@ -37,6 +37,8 @@ def register(sub) -> None:
                    help="saturation: the next world size adds less than this fraction (default: %(default)s)")
     p.add_argument("--link-bandwidth-gbs", type=float, help="projection: per-link bandwidth, GB/s (default: fitted)")
     p.add_argument("--link-latency-us", type=float, help="projection: per-hop latency, microseconds")
+    p.add_argument("--link-from", type=Path, metavar="ALLREDUCE_JSON",
+                   help="projection: the link of a `trainmark ops --op allreduce --json` report")
     p.add_argument("--overlap", type=float, default=0.0,
                    help="projection: fraction of a compute time that hides all-reduce (0..1, default: %(default)s)")
     p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))))
@@ -71,6 +73,10 @@ def settings_from_args(args):
     link = None
     if (args.link_bandwidth_gbs is None) != (args.link_latency_us is None):
         raise UserError("give both --link-bandwidth-gbs and --link-latency-us, or neither (then they are fitted)")
+    if args.link_from is not None:
+        if args.link_bandwidth_gbs is not None:
+            raise UserError("--link-from and --link-bandwidth-gbs/--link-latency-us: give one source of the link")
+        link = scale.read_link(args.link_from)
     if args.link_bandwidth_gbs is not None:
         try:
             link = scale_model.Link(args.link_latency_us * 1e-6, args.link_bandwidth_gbs * 1e9,
@@ -104,3 +110,24 @@ def cmd_scale(args, entry: list[str] | None = None) -> int:
         if path:
             print(f"{label}: {path}")
     return 0 if all(p["status"] in ("ok", "elsewhere") for p in result["points"]) else 1
+
+
+def cmd_allreduce(args, op_list: list[str], entry: list[str] | None = None) -> int:
+    """``trainmark ops --op allreduce [--nproc N] [--json FILE]``: all-reduce timings and the fitted ring link."""
+    import json
+    import sys
+
+    from trainmark.harness import scale
+    from trainmark.outputs import is_stdout, write_output
+
+    if op_list != ["allreduce"]:
+        raise UserError(f"--op {','.join(op_list)}: allreduce runs alone (it launches torchrun); "
+                        "measure matmul, conv2d and memory in a separate call")
+    if args.repeats is not None and args.repeats < 1:
+        raise UserError("--repeats must be at least 1")
+    report = scale.measure_allreduce(args.nproc, args.device, steps=3 if args.quick else 5,
+                                     repeats=args.repeats or (2 if args.quick else 3), entry=entry)
+    print(scale.format_allreduce(report), file=sys.stderr if is_stdout(args.json_path) else sys.stdout)
+    if args.json_path:
+        write_output(args.json_path, json.dumps(report, indent=2) + "\n", "--json")
+    return 0

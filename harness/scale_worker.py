@@ -26,9 +26,9 @@ FORMAT = "trainmark-scale-point/1"
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainmark.harness.scale_worker", description=__doc__.splitlines()[0])
-    p.add_argument("--benchmark", required=True)
+    p.add_argument("--benchmark", help="required unless --only-allreduce")
     p.add_argument("--result", type=Path, required=True, help="rank 0 writes the JSON here")
-    p.add_argument("--global-batch", type=int, required=True)
+    p.add_argument("--global-batch", type=int, help="required unless --only-allreduce")
     p.add_argument("--device", default="cpu")
     p.add_argument("--precision", default="fp32")
     p.add_argument("--data", choices=["synthetic", "real"], default="synthetic")
@@ -55,7 +55,10 @@ def _block(fn, n: int, sync, barrier) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.only_allreduce and (not args.benchmark or not args.global_batch):
+        parser.error("--benchmark and --global-batch are required unless --only-allreduce")
     import torch
     import torch.distributed as tdist
     from torch import nn
@@ -71,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     barrier = dist.barrier
     sizes = [int(s) for s in args.allreduce_sizes.split(",") if s.strip()]
-    result: dict = {"format": FORMAT, "world_size": dist.world, "torch_threads": torch.get_num_threads()}
+    result: dict = {"format": FORMAT, "world_size": dist.world, "torch_threads": torch.get_num_threads(),
+                    "backend": tdist.get_backend() if dist.world > 1 else None}
     if not args.only_allreduce:
         result.update(_measure_steps(args, dist, device, sync, barrier, torch, nn, resolve_precision))
     if sizes and dist.world > 1:
@@ -88,7 +92,7 @@ def _measure_steps(args, dist, device, sync, barrier, torch, nn, resolve_precisi
     from trainmark.rules import LATEST_VERSION
 
     rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
-    ref = registry.get(rules.reference_model["id"])
+    ref = registry.for_rules(rules)
     hp = {**rules.defaults(), "global_batch_size": args.global_batch}
     local = args.global_batch // dist.world
     torch.manual_seed(1234)  # the same initial weights on every rank (DDP broadcasts them anyway)

@@ -1,7 +1,11 @@
-"""Benchmark registry: name -> reference implementation, found by scanning this package.
+"""Benchmark registry: name -> reference implementation.
 
-Adding a benchmark means adding a module here that decorates its class with ``@register``
-(and a rule file under ``rules/<version>/`` with the same name).
+A rule file names its reference class (``reference_model.implementation``, e.g.
+``trainmark.reference.resnet_mini:ResnetMini``): ``for_rules`` imports that one module only
+when the benchmark runs or is checked, so listing benchmarks never imports torch. Adding a
+benchmark means a module whose class is decorated with ``@register`` and a rule file under
+``rules/<version>/`` that names it. Rule files are ours or the user's own (``--rules-dir``);
+nothing from a submission ever names a module.
 """
 from __future__ import annotations
 
@@ -32,6 +36,22 @@ def _discover() -> None:
 def names() -> list[str]:
     _discover()
     return sorted(_REGISTRY)
+
+
+def for_rules(rules):
+    """A fresh instance of the reference a rule file names (its implementation, else its id)."""
+    spec = rules.reference_model.get("implementation")
+    name = rules.reference_model["id"]
+    if spec and name not in _REGISTRY:
+        module, _, attr = spec.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise UserError(f"{rules.path}: reference_model.implementation {spec!r} cannot be imported: {exc}") from None
+        if _REGISTRY.get(name) is not cls:
+            raise UserError(f"{rules.path}: {spec} is not registered as {name!r} (decorate it with @register and "
+                            f"set name = {name!r})")
+    return get(name)
 
 
 def get(name: str):

@@ -16,8 +16,9 @@ def benchmark_row(view: BenchmarkView) -> list[str]:
     if r["format"] == "mlperf":
         score = f"{num(s.get('score_minutes'))} min" if s.get("score_minutes") is not None else \
             f"none ({s.get('score_reason') or 'not scored'})"
-        return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(s.get("runs", len(r["trials"]))),
-                str(s.get("runs", 0) - s.get("dropped", 0)), score, "-", "-", "-", "-", str(r["errors"]),
+        runs = len(r["trials"])
+        return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(runs),
+                str(runs - sum(1 for t in r["trials"] if t.get("dropped"))), score, "-", "-", "-", "-", str(r["errors"]),
                 str(r["warnings"])]
     ci = s.get("ci95_train_time_s")
     score = f"{seconds(s.get('score_train_time_s'))} s" if s.get("score_train_time_s") is not None else \

@@ -137,7 +137,7 @@ def cmd_prepare(args) -> int:
 
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     folder = resolve_data_dir(r, args.data_dir)
-    written = registry.get(r.reference_model["id"]).prepare_data(folder, args.source)
+    written = registry.for_rules(r).prepare_data(folder, args.source)
     print(f"{r.name}: wrote {len(written)} files to {folder}")
     return _verify(r, folder)
 

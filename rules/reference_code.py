@@ -88,7 +88,7 @@ def reference_sources(rules: BenchmarkRules) -> dict[str, Path]:
     """Record path -> source file of a benchmark's released reference code (modules and rule file)."""
     from trainmark.reference import registry
 
-    cls = type(registry.get(rules.reference_model["id"]))
+    cls = type(registry.for_rules(rules))
     sources = {module_path(name, path): path for name, path in reference_modules(cls.__module__).items()}
     sources[f"code/rules/{rules.version}/{rules.name}.yaml"] = rules.path
     return sources

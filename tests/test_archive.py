@@ -159,7 +159,17 @@ def test_sigterm_while_checking_removes_the_temporary_folder(tmp_path):
     assert signal.getsignal(signal.SIGTERM) is before  # the previous handler is back
 
 
-def test_cli_exit_status_for_a_refused_archive(tmp_path, capsys):
+def test_cli_exit_status_and_json_for_a_refused_archive(tmp_path, capsys):
+    import json
+
+    import jsonschema
+
+    from trainmark.checker.report import REPORT_SCHEMA
+
     path = build_tar(tmp_path / "bad.tar.gz", [member("../evil.txt")])
     assert main(["check", str(path)]) == 1
     assert "ARCHIVE-002" in capsys.readouterr().out
+    assert main(["check", str(path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(report, REPORT_SCHEMA)
+    assert report["level"] == "archive" and [f["rule"] for f in report["findings"]] == ["ARCHIVE-002"]

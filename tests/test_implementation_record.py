@@ -34,7 +34,7 @@ def closed_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("impl")
     rules = _rules_with_hashes(base / "rules")
     run_benchmark(RunOptions(benchmark="tiny-test", out=base / "out", rules_dir=rules, quiet=True,
-                             submitter="acme", system_name="box", seed=11))
+                             submitter="acme", system_name="box", seed=11, data_dir=base))
     return base / "out", rules
 
 
@@ -175,7 +175,8 @@ def test_open_division_records_the_model_source(tmp_path, monkeypatch):
     rules = _rules_with_hashes(tmp_path / "rules")
     out = tmp_path / "out"
     run_benchmark(RunOptions(benchmark="tiny-test", out=out, rules_dir=rules, quiet=True, submitter="acme",
-                             system_name="box", seed=5, division="open", model="mymodel_b12:build", trials=1))
+                             system_name="box", seed=5, division="open", model="mymodel_b12:build", trials=1,
+                             data_dir=tmp_path))
     record = out / "open/acme/benchmarks/tiny-test/implementations/box"
     assert (record / "model/mymodel_b12.py").read_text() == (tmp_path / "mymodel_b12.py").read_text()
     assert json.loads((record / "implementation.json").read_text())["model"] == "mymodel_b12:build"

@@ -25,7 +25,7 @@ NEWEST = known_rulesets()[-1]
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("interop") / "out"
     run_benchmark(RunOptions(benchmark="tiny-test", out=out, rules_dir=TEST_RULES, quiet=True, submitter="acme",
-                             system_name="box", seed=21))
+                             system_name="box", seed=21, data_dir=out.parent))
     return out
 
 

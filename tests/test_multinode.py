@@ -35,7 +35,7 @@ def test_two_nodes_on_localhost(tmp_path):
                "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
                "--rdzv-id", "trainmark-two-nodes", str(HERE / "dist_launch.py"), "run", "tiny-test", "--trials", "1",
                "--rules-dir", str(TEST_RULES), "--out", str(out), "--submitter", "acme", "--system-name", "pair",
-               "--seed", "11", "--quiet", "--energy-estimate-watts", "7"]
+               "--seed", "11", "--quiet", "--energy-estimate-watts", "7", "--data-dir", str(tmp_path)]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for p in procs:
         _, err = p.communicate(timeout=300)

@@ -71,3 +71,11 @@ def test_docs_are_generated_from_the_rules_and_up_to_date():
 
 def test_shipped_rules_folder_is_the_package_one():
     assert (SHIPPED_RULES / "1.0" / "resnet-mini.yaml").exists()
+
+
+def test_the_rules_schema_is_a_valid_json_schema():
+    """The loader skips the meta-schema check for speed (benchmarks/cli_startup.py); this test keeps it."""
+    import jsonschema
+
+    from trainmark.rules.ruleset import schema
+    jsonschema.validators.validator_for(schema()).check_schema(schema())

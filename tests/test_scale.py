@@ -30,11 +30,12 @@ def test_world_size_not_dividing_the_global_batch_is_refused_before_launch():
     with pytest.raises(UserError) as err:
         scale_cli.settings_from_args(parse("--nproc", "1,3", "--batch-size", "32"))
     msg = str(err.value)
-    assert "world size 3" in msg and "global batch 32" in msg and "2, 4" in msg.split("nearest first:")[1]
+    assert "world size 3" in msg and "global batch 32" in msg and "the nearest that do: 2, 4, 1, 8" in msg
     with pytest.raises(UserError, match=r"world size 6 \(2 node\(s\) x 3\)"):
         scale_cli.settings_from_args(parse("--nproc", "3", "--nnodes", "2", "--batch-size", "64",
                                            "--rdzv-endpoint", "127.0.0.1:1"))
-    assert scale.nearest_divisors(32, 3) == [1, 2, 4, 8]
+    assert scale.nearest_divisors(32, 3) == [2, 4, 1, 8]
+    assert scale.nearest_divisors(96, 7) == [6, 8, 4, 12]
     with pytest.raises(UserError, match="--rdzv-endpoint"):
         scale_cli.settings_from_args(parse("--nproc", "2", "--nnodes", "2", "--batch-size", "64"))
     with pytest.raises(UserError, match="both --link-bandwidth-gbs and --link-latency-us"):
@@ -80,3 +81,25 @@ def test_a_rank_that_dies_is_named(tests_on_path, monkeypatch):
     assert point["status"] == "failed" and point["samples_per_s"] is None
     assert "rank 1 (local rank 1) failed first" in point["error"]
     assert result["projection"] is None
+
+
+def test_ops_allreduce_measures_the_link_the_projection_reads(tmp_path, tests_on_path):
+    parser = argparse.ArgumentParser()
+    from trainmark.harness import ops_cli
+    ops_cli.register(parser.add_subparsers())
+    report_path = tmp_path / "allreduce.json"
+    args = parser.parse_args(["ops", "--op", "allreduce", "--nproc", "2", "--quick", "--json", str(report_path)])
+    assert args.func(args) == 0
+    report = json.loads(report_path.read_text())
+    assert report["format"] == scale.ALLREDUCE_FORMAT and report["world_size"] == 2 and report["backend"] == "gloo"
+    assert [r["bytes"] for r in report["rows"]] == scale.ALLREDUCE_SIZES
+    link = scale.read_link(report_path)
+    assert link.bandwidth_bps == report["link"]["bandwidth_bps"] > 0
+    s = scale_cli.settings_from_args(parse("--link-from", str(report_path)))
+    assert s.link == link
+    (tmp_path / "other.json").write_text('{"format": "trainmark-ops/1"}')
+    with pytest.raises(UserError, match="not a trainmark-allreduce/1 report"):
+        scale.read_link(tmp_path / "other.json")
+    with pytest.raises(UserError, match="allreduce runs alone"):
+        args = parser.parse_args(["ops", "--op", "allreduce,matmul"])
+        args.func(args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,12 @@ def ensure_writable(dest: Any, flag: str) -> None:
             raise UserError(f"{flag} {path}: is a folder, not a file")
         if not parent.is_dir():
             raise UserError(f"{flag} {path}: the folder {parent} does not exist")
-        if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        if path.exists() and not os.access(path, os.W_OK):
             raise UserError(f"{flag} {path}: not writable")
+        with tempfile.TemporaryFile(dir=parent):  # access() says yes to root even on /proc: try it
+            pass
     except OSError as exc:
-        raise UserError(f"{flag} {path}: {exc.strerror or exc}") from None
+        raise UserError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
 
 
 def write_output(dest: Any, text: str, flag: str) -> None:

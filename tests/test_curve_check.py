@@ -1,0 +1,115 @@
+"""Curve conformity: CURVE-001 (warning) / CURVE-002 (error) when a trial leaves the rules' reference band."""
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainmark.checker import synthetic
+from trainmark.checker.check import CheckOptions, check_path
+from trainmark.checker.curve_check import band_for, outside
+from trainmark.rules import get_rules
+from trainmark.rules.ruleset import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = "closed/acme/results/sys1/resnet-mini"
+# around the default synthetic plans: 0.66, 0.71, 0.76, 0.81, 0.86 then 0.9131 (6-epoch trials; 5-epoch ones
+# start at 0.71); the epoch-6 band admits the 0.9131 finish
+BAND = [[1, 0.65, 0.72], [2, 0.70, 0.77], [3, 0.75, 0.82], [4, 0.80, 0.87], [5, 0.85, 0.92], [6, 0.90, 0.92]]
+
+
+def rules_with_band(tmp_path: Path, severity="warning", batch=256) -> Path:
+    root = tmp_path / "rules"
+    (root / "1.0").mkdir(parents=True)
+    data = yaml.safe_load((ROOT / "rules" / "1.0" / "resnet-mini.yaml").read_text())
+    data["curve_band"] = {"severity": severity, "tolerance": 0.02, "source": "test",
+                          "bands": [{"implementation": "resnet-mini", "global_batch_size": batch,
+                                     "precision": "fp32", "epochs": BAND}]}
+    (root / "1.0" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
+    return root
+
+
+def check(tmp_path, plans=None, division="closed", **band):
+    sub = tmp_path / "sub"
+    synthetic.write_submission(sub, get_rules("resnet-mini"), synthetic.tiny_reference_model(), plans=plans,
+                               division=division)
+    options = CheckOptions(rules_root=rules_with_band(tmp_path, **band),
+                           reference_builder=lambda r: synthetic.tiny_reference_model())
+    return sub, check_path(sub, options)
+
+
+def curve_findings(report):
+    return [f for f in report.findings if f.rule.startswith("CURVE-")]
+
+
+def off_band_plans():
+    plans = synthetic.default_plans(get_rules("resnet-mini"))
+    plans[1] = copy.replace(plans[1], metrics=[0.71, 0.60, 0.81, 0.86, 0.9131]) if hasattr(copy, "replace") else \
+        synthetic.TrialPlan(plans[1].seed, [0.71, 0.60, 0.81, 0.86, 0.9131], plans[1].epoch_s)
+    return plans
+
+
+def test_outside_measures_the_distance_to_the_band():
+    assert outside(0.5, 0.6, 0.7) == pytest.approx(0.1)
+    assert outside(0.75, 0.6, 0.7) == pytest.approx(0.05)
+    assert outside(0.65, 0.6, 0.7) == 0.0
+
+
+def test_trials_inside_the_band_give_no_finding(tmp_path):
+    _, report = check(tmp_path)
+    assert curve_findings(report) == [] and report.exit_code == 0
+
+
+def test_a_trial_off_the_band_is_a_warning_at_its_line(tmp_path):
+    sub, report = check(tmp_path, plans=off_band_plans())
+    (f,) = curve_findings(report)
+    line = synthetic.mllog_lines_of(sub / BENCH / "result_2.txt", "eval_accuracy")[1]  # epoch 2
+    assert (f.rule, f.severity, f.file, f.line) == ("CURVE-001", "warning", f"{BENCH}/result_2.txt", line)
+    assert "0.6000 after epoch 2 is below the reference band [0.7000, 0.7700]" in f.message
+    assert report.exit_code == 0
+
+
+def test_severity_error_in_the_rules_fails_the_check(tmp_path):
+    _, report = check(tmp_path, plans=off_band_plans(), severity="error")
+    assert [f.rule for f in curve_findings(report)] == ["CURVE-002"] and report.exit_code == 1
+
+
+def test_open_division_and_other_batch_sizes_are_not_judged(tmp_path):
+    _, report = check(tmp_path / "open", plans=off_band_plans(), division="open")
+    assert curve_findings(report) == []
+    _, report = check(tmp_path / "bs", plans=off_band_plans(), batch=512)
+    assert curve_findings(report) == []
+
+
+def test_shipped_bands_validate_and_match_their_calibration():
+    for name in ("inception-mini", "vgg-mini", "ds2-mini", "lstm-mini", "transformer-mini"):
+        rules = get_rules(name)
+        batch = rules.defaults()["global_batch_size"]
+        band = band_for(rules, batch, "fp32")
+        assert band and all(low <= high for low, high in band.values()), name
+        assert sorted(band) == list(range(1, len(band) + 1))
+    # inception-mini's epoch-1 band: seeds 1002 and 1008 of docs/calibration.md's table
+    assert band_for(get_rules("inception-mini"), 256, "fp32")[1] == (0.5354, 0.8411)
+
+
+def test_schema_refuses_a_malformed_band(tmp_path):
+    from trainmark.rules.ruleset import RulesError
+
+    rules = get_rules("inception-mini")
+    data = copy.deepcopy(rules.data)
+    data["curve_band"]["bands"][0]["epochs"][0] = [1, 0.5]
+    with pytest.raises(RulesError, match="curve_band"):
+        validate(data, rules.path)
+    data = copy.deepcopy(rules.data)
+    data["curve_band"]["severity"] = "fatal"
+    with pytest.raises(RulesError, match="curve_band"):
+        validate(data, rules.path)
+
+
+@pytest.mark.skipif(not (ROOT / "submissions").is_dir(), reason="no example submissions")
+def test_example_submissions_stay_inside_their_bands():
+    report = check_path(ROOT / "submissions")
+    assert curve_findings(report) == []
