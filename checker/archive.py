@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import io
+import lzma
 import os
 import posixpath
 import signal
@@ -162,7 +164,8 @@ def validate_members(tar: tarfile.TarFile, limits: ArchiveLimits, findings: Find
                          expected="a relative path without '..'", seen=name)
         if member.issym() or member.islnk():
             findings.add("ARCHIVE-003", label, f"{where}: a {'symbolic' if member.issym() else 'hard'} link to "
-                         f"{member.linkname!r}", expected="regular files and folders", seen=f"link -> {member.linkname}")
+                         f"{member.linkname!r}", expected="regular files and folders",
+                         seen=f"link -> {member.linkname}")
         elif not (member.isreg() or member.isdir()) or member.issparse():
             kind = ("character device" if member.ischr() else "block device" if member.isblk() else
                     "FIFO" if member.isfifo() else "sparse file" if member.issparse() else "special member")
@@ -185,18 +188,78 @@ def validate_members(tar: tarfile.TarFile, limits: ArchiveLimits, findings: Find
     return members
 
 
+class _HeaderTooLarge(Exception):
+    pass
+
+
+class _CappedReads(io.RawIOBase):
+    """A file whose single ``read`` is at most ``cap`` bytes.
+
+    tarfile reads a PAX or GNU long-name header whole, before any member is returned: a header
+    declaring gigabytes would be allocated before validation could see it. Data is read in
+    16 KiB pieces, so only such a header ever asks for more.
+    """
+
+    def __init__(self, raw, cap: int):
+        self._raw, self._cap = raw, cap
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0 or n > self._cap:
+            raise _HeaderTooLarge(f"a header of {n} bytes")
+        return self._raw.read(n)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _open_decompressed(archive: Path):
+    """The archive's tar stream: gzip, bzip2 and xz recognised by their first bytes."""
+    import bz2
+
+    with open(archive, "rb") as f:
+        magic = f.read(6)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(archive, "rb")
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(archive, "rb")
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(archive, "rb")
+    return open(archive, "rb")
+
+
+HEADER_CAP = 1 << 20  # a PAX header or GNU long name: paths and a few fields, never near this
+
+
 def unpack(archive: Path, dest: Path, findings: Findings, limits: ArchiveLimits = ArchiveLimits()) -> bool:
     """Validate every member of ``archive``, then extract into the empty folder ``dest``; False if refused."""
     label = Path(archive).name
     before = len(findings)
     try:
-        with tarfile.open(archive, "r:*") as tar:
+        with _CappedReads(_open_decompressed(archive), HEADER_CAP) as stream, \
+                tarfile.open(fileobj=stream, mode="r:") as tar:
             members = validate_members(tar, limits, findings, label)
             if len(findings) > before:
                 return False
             kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(dest, members=members, **kwargs)
-    except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as exc:
+    except _HeaderTooLarge as exc:
+        findings.add("ARCHIVE-005", label, f"{label}: {exc}; the checker reads headers of at most {HEADER_CAP} bytes",
+                     expected=f"at most {HEADER_CAP} bytes", seen=str(exc))
+        return False
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
         findings.add("ARCHIVE-001", label, f"{label} cannot be unpacked: {type(exc).__name__}: {exc}",
                      expected="a tar archive (plain, gzip, bzip2 or xz)", seen=type(exc).__name__)
         return False
@@ -223,6 +286,7 @@ def signals_raise() -> Iterator[None]:
 
 def check_archive(path: Path, options, check_folder: Callable):
     """``check_folder`` on the archive's content, unpacked into a temporary folder removed afterwards."""
+    from trainmark.checker.mlperf import ruleset_note
     from trainmark.checker.report import Report
 
     findings = Findings()
@@ -231,6 +295,7 @@ def check_archive(path: Path, options, check_folder: Callable):
         root.mkdir()
         if not unpack(path, root, findings):
             report = Report(str(Path(path).resolve()), "archive", findings)
+            report.notes.append(ruleset_note(Path(path), options.mlperf_ruleset)[1])
             report.notes.append(f"{path}: refused; nothing was unpacked")
             return report
         entries = list(root.iterdir())

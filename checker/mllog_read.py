@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ MAX_DEPTH = 32             # nesting of a record; deeper values would make repr(
 MAX_INT = 2 ** 64          # seeds are at most 64 bits; a larger integer overflows float() in scoring
 TIME_MS_RANGE = (0.0, 1e15)  # milliseconds since 1970: up to the year 33658
 EVENT_TYPES = ("POINT_IN_TIME", "INTERVAL_START", "INTERVAL_END")
+_LONG_DIGITS = re.compile(r"\d{20}")  # 2**64 has 20 digits: a shorter run of digits cannot exceed MAX_INT
 
 
 @dataclass(frozen=True)
@@ -104,11 +106,13 @@ def _parse(payload: str, strict: bool) -> tuple[dict | None, str, str]:
         return None, f"not valid JSON ({exc})", "MLLOG-001"
     if not isinstance(record, dict):
         return None, f"the JSON is a {type(record).__name__}, not an object", "MLLOG-001"
-    try:
-        if nesting_depth(record) > MAX_DEPTH:
-            return None, f"the JSON is nested more than {MAX_DEPTH} levels deep", "MLLOG-001"
-    except _BadNumber as exc:
-        return None, str(exc), "NUMBER-001"
+    # the walk is only needed where the text could nest too deep or hold an integer of 20+ digits
+    if payload.count("{") + payload.count("[") > MAX_DEPTH or _LONG_DIGITS.search(payload):
+        try:
+            if nesting_depth(record) > MAX_DEPTH:
+                return None, f"the JSON is nested more than {MAX_DEPTH} levels deep", "MLLOG-001"
+        except _BadNumber as exc:
+            return None, str(exc), "NUMBER-001"
     for name in ("time_ms", "key", "value", "metadata"):
         if name not in record:
             return None, f"the record has no {name!r}", "MLLOG-001"

@@ -14,7 +14,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "package", help="write a submission folder as NAME.tar.gz with a SHA256SUMS line beside it",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folder", type=Path, help="a submission root (closed/, open/), a division or a submitter folder")
+    parser.add_argument("folder", type=Path,
+                        help="a submission root (closed/, open/), a division or a submitter folder")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="NAME.tar.gz",
                         help="the archive to write; SHA256SUMS in the same folder gets its line")
     parser.set_defaults(func=run)

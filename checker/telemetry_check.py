@@ -105,7 +105,10 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
     if not lines:
         findings.add("TELEMETRY-003", rel, f"{rel} is empty", expected="a header line time_ms,...", seen="empty")
         return False
-    header = next(csv.reader([lines[0]]), [])
+    try:
+        header = next(csv.reader([lines[0]]), [])
+    except csv.Error as exc:  # a NUL byte, a field over the csv module's size limit
+        header = [f"<{exc}>"]
     if not header or header[0] != "time_ms" or len(header) > MAX_COLUMNS or len(set(header)) != len(header) \
             or not all(COLUMN.fullmatch(c) for c in header[1:]):
         findings.add("TELEMETRY-003", rel, f"{rel}: the header is not time_ms followed by distinct column names",
@@ -114,7 +117,18 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
     if scan is not None:
         scan.header(header[1:])
     last_t = -math.inf
-    for n, cells in enumerate(csv.reader(lines[1:]), start=2):
+    reader = csv.reader(lines[1:])
+    n = 1
+    while True:
+        n += 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            findings.add("TELEMETRY-003", rel, f"{rel} line {n}: {exc}", line=n,
+                         expected="time_ms then numbers or empty cells", seen="unreadable CSV")
+            return False
         problem = None
         if len(cells) != len(header):
             problem = f"{len(cells)} cells for {len(header)} columns"

@@ -32,6 +32,7 @@ ESTIMATED = "estimated"
 UNAVAILABLE = "unavailable"
 
 GPU, CPU_PACKAGE, DRAM, NODE = "gpu", "cpu-package", "dram", "node"
+PLATFORM = "platform"  # RAPL 'psys' (laptops): contains the packages, so never added to them
 
 
 class MeterUnavailable(Exception):
@@ -179,9 +180,10 @@ class RaplMeter(_DomainMeterBase):
         resolution = f"1 uJ counter (hardware unit 15-61 uJ, updated every ~1 ms); wrap-around polled every {poll_s:g} s"
         for zone in zones:  # package zones, then their DRAM sub-zones (core/uncore are inside package)
             index = zone.name.split(":")[1]
+            name = _read_text(zone / "name") or f"package-{index}"
             self.zones.append(zone)
-            self.domains.append(Domain(_read_text(zone / "name") or f"package-{index}", CPU_PACKAGE,
-                                       MEASURED_COUNTER, resolution))
+            self.domains.append(Domain(name, PLATFORM if name == "psys" else CPU_PACKAGE, MEASURED_COUNTER,
+                                       resolution))
             for sub in sorted(zone.glob(f"{zone.name}:*")):
                 if _read_text(sub / "name") == "dram":
                     self.zones.append(sub)
@@ -474,7 +476,7 @@ class CompositeMeter:
         self._clock, self._t0 = clock, clock()
         measured = [d for m in self.meters for d in m.domains]
         node = [d for d in measured if d.kind == NODE]
-        self.in_scope = [d.name for d in (node or measured)]
+        self.in_scope = [d.name for d in (node or [d for d in measured if d.kind != PLATFORM])]
         missing = [k for k in required if not node and not any(d.kind == k for d in measured)]
         self._missing_reason = None
         if missing:

@@ -28,7 +28,7 @@ from typing import Any
 
 from trainmark import __version__
 from trainmark.errors import UserError
-from trainmark.rules.reference_code import reference_sources, sha256_file
+from trainmark.rules.reference_code import reference_sources, released_differences, sha256_file
 
 FORMAT = "trainmark-implementation/1"
 MANIFEST = "MANIFEST.sha256"
@@ -98,10 +98,19 @@ def manifest_text(folder: Path) -> str:
 
 def write_record(submitter_root: Path, rules, system: str, division: str, model_spec: str | None,
                  options: dict[str, Any]) -> Path:
-    """Write the implementation record of one run; returns its folder."""
+    """Write the implementation record of one run; returns its folder.
+
+    In the closed division it also says, before any trial, when the installed reference code
+    is not the released one (the checker would report ``CODE-007``).
+    """
     dest = record_dir(submitter_root, rules.name, system)
     dest.parent.mkdir(parents=True, exist_ok=True)
     code = reference_sources(rules)
+    differ = released_differences(rules, options.get("rules_dir"), code) if division == "closed" else None
+    if differ:
+        print(f"trainmark run: warning: the installed reference code of {rules.name} differs from the released "
+              f"reference of rules {rules.version} ({', '.join(differ[:3])}{', ...' if len(differ) > 3 else ''}); "
+              "`trainmark check` will report CODE-007 for this closed-division result", file=sys.stderr)
     model = model_sources(model_spec) if model_spec else {}
     info = {"format": FORMAT, "benchmark": rules.name, "rules_version": rules.version, "division": division,
             "system": system, "reference": rules.reference_model["id"], "model": model_spec,

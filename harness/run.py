@@ -299,6 +299,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         raise UserError("--trials must be at least 1")
 
     dist = distributed.init(str(device))
+    from trainmark.harness import scale_nodes
+    scale_nodes.record_peers(dist)  # so that a crash can name a rank that died
     if device.type == "cuda" and dist.world > 1:
         device = torch.device("cuda", dist.local_rank)
     if hp["global_batch_size"] % dist.world:
@@ -407,6 +409,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             results.append(result)
             if dist.is_main:
                 save_trial_files(bench_dir, k, model, result, meta)
+            if dist.world > 1 and result.status == "crashed":
+                break  # the process group is broken (a rank died, or collectives fell out of step): the run ends
     finally:
         progress.close()
         meter.stop()

@@ -15,6 +15,7 @@ from rich.table import Table
 from trainmark.errors import UserError
 from trainmark.outputs import table_console
 from trainmark.rules import LATEST_VERSION
+from trainmark.harness.telemetry import parse_hz as telemetry_hz  # stdlib only: keeps --help light
 
 if TYPE_CHECKING:  # the harness imports torch: only the commands that train load it
     from trainmark.harness.run import RunOptions, RunSummary
@@ -56,6 +57,8 @@ def _run_args(p) -> None:
     p.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
                    help="a `trainmark ops --json` report of this machine: its measured ceilings go into the "
                         "system description and utilization is reported against them too")
+    p.add_argument("--telemetry-hz", type=telemetry_hz, default=1.0, metavar="HZ",
+                   help="telemetry samples per second into trial_<k>/telemetry.csv, 1-100, 0: off (default: 1)")
 
 
 def register(sub) -> None:
@@ -97,7 +100,7 @@ def options(args, out: Path, resume: bool = False) -> RunOptions:
         data_dir=args.data_dir, hparams=dict(hparams), model=args.model,
         resume=resume, quiet=args.quiet, rules_version=args.rules_version, rules_dir=args.rules_dir,
         energy_estimate_watts=args.energy_estimate_watts, full_curves=getattr(args, "full_curves", False),
-        max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings)
+        max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings, telemetry_hz=args.telemetry_hz)
 
 
 def summary_table(summary: RunSummary) -> Table:

@@ -65,7 +65,12 @@ class NodeSumMeter:
             value = self.local.joules()
             if value is not None:
                 t[2 * self.node], t[2 * self.node + 1] = float(value), 1.0
-        self._tdist.all_reduce(t)
+        try:
+            self._tdist.all_reduce(t)
+        except (RuntimeError, self._tdist.DistBackendError):  # a rank died: the run ends, energy unknown
+            self.per_node = [None] * self.nnodes
+            self.reason = "a rank stopped answering: the nodes' energy could not be summed"
+            return None
         values = t.tolist()
         self.per_node = [values[2 * i] if values[2 * i + 1] >= 0.5 else None for i in range(self.nnodes)]
         return None if None in self.per_node else sum(self.per_node)
@@ -124,3 +129,77 @@ def rank_events(dist, local_batch: int) -> list[tuple[str, Any]]:
     nnodes = topology(dist)[0] if dist.world > 1 else 1
     return [("trainmark_world_size", dist.world), ("trainmark_local_batch_size", local_batch),
             ("trainmark_nodes", nnodes)]
+
+
+# ---------------------------------------------------------------- naming a rank that died
+
+_PEERS: list[tuple[int, int, str, int]] = []  # (rank, local rank, host, pid) of every rank of this run
+DEATH_GRACE_S = 2.0
+
+
+def record_peers(dist) -> None:
+    """Every rank's host and process id, gathered once after the process group forms (collective)."""
+    import torch.distributed as tdist
+
+    _PEERS.clear()
+    if dist.world == 1:
+        return
+    gathered: list[Any] = [None] * dist.world
+    tdist.all_gather_object(gathered, (dist.rank, dist.local_rank, socket.gethostname(), os.getpid()))
+    _PEERS.extend(sorted(gathered))
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or one that has exited and waits to be reaped (a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return state in (b"Z", b"X")
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
+
+
+def dead_ranks(dist, grace_s: float = DEATH_GRACE_S) -> tuple[list[tuple[int, int, int]], int]:
+    """([(rank, local rank, pid)] of ranks on this host whose process is gone, ranks on other hosts).
+
+    A peer's connection closes as its process exits, so the process may still be going when the
+    collective fails here: look again for up to ``grace_s`` seconds.
+    """
+    import time
+
+    here = socket.gethostname()
+    local = [(r, lr, pid) for r, lr, host, pid in _PEERS if host == here and r != dist.rank]
+    remote = sum(1 for _, _, host, _ in _PEERS if host != here)
+    deadline = time.monotonic() + grace_s
+    while True:
+        dead = [p for p in local if _gone(p[2])]
+        if dead or time.monotonic() >= deadline:
+            return dead, remote
+        time.sleep(0.05)
+
+
+def dead_ranks_note(dist) -> str:
+    """'rank 1 (local rank 1, pid 123) died; ' for a crashed trial's error, or '' (one rank, none found).
+
+    A crashed multi-rank trial ends the run (harness/run.py), and torchrun sends SIGTERM to the
+    ranks still alive as soon as it sees one die: from here on SIGTERM is ignored, so that the
+    crashed trial is recorded whole (torchrun's SIGKILL, 30 s later, stays the backstop).
+    """
+    if dist.world == 1 or not _PEERS:
+        return ""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    dead, remote = dead_ranks(dist)
+    if dead:
+        names = ", ".join(f"rank {r} (local rank {lr}, pid {pid})" for r, lr, pid in dead)
+        return f"{names} died; "
+    return f"no rank on this host died ({remote} ranks on other hosts not checked); " if remote else ""

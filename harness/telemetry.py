@@ -31,6 +31,19 @@ THROTTLE_MASK = sum(NVML_THROTTLE)
 COLUMN = re.compile(r"[A-Za-z0-9_.+-]{1,80}")
 
 
+def parse_hz(text: str) -> float:
+    """``--telemetry-hz``: 0 (off) or 1..100 samples per second (MLPerf Power asks for 1 Hz or faster)."""
+    import argparse
+
+    try:
+        hz = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if hz != 0 and not 1 <= hz <= 100:
+        raise argparse.ArgumentTypeError(f"{text}: use 0 (off) or 1 to 100 samples per second")
+    return hz
+
+
 def throttle_names(bits: int) -> list[str]:
     return [name for bit, name in NVML_THROTTLE.items() if bits & bit]
 

@@ -266,7 +266,7 @@ def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
         res.status, res.error, interrupted = "aborted", "interrupted by the user (Ctrl-C)", exc
     except Exception as exc:  # noqa: BLE001 - a crashed trial is recorded, never dropped
         res.status = "crashed"
-        res.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+        res.error = f"{scale_nodes.dead_ranks_note(dist)}{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     if run_open:
         run = monitor.end_window("run")
         res.total_time_s = run.seconds

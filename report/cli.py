@@ -38,18 +38,12 @@ def _emit(text: str, out: Path | None) -> None:
         raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
-def _folder(path: Path, label: str) -> Path:
-    if path.is_file():
-        raise UserError(f"{label} {path} is a file: unpack the archive first and pass its folder")
-    return path
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser("report", help="a self-contained HTML (or Markdown) report of a result folder",
                               description="Check FOLDER and write one offline HTML page: per benchmark every trial's "
                               "curve beside the reference band, time and energy with the evaluation windows apart, "
                               "throughput, the system description and the checker's findings (docs/report.md).")
-    p.add_argument("path", type=Path, metavar="FOLDER", help="a result folder, as `trainmark check` takes")
+    p.add_argument("path", type=Path, metavar="FOLDER", help="a result folder or archive, as `trainmark check` takes")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (default: standard output)")
     p.add_argument("--format", choices=("html", "md"), default="html", help="html (default) or md for a CI comment")
     _common(p)
@@ -58,8 +52,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("compare", help="compare two result folders: ratios, significance, exit 1 on a slowdown",
                               description=__import__("trainmark.report.compare", fromlist=["x"]).__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("base", type=Path, metavar="BASE")
-    p.add_argument("new", type=Path, metavar="NEW")
+    p.add_argument("base", type=Path, metavar="BASE", help="result folder or archive")
+    p.add_argument("new", type=Path, metavar="NEW", help="result folder or archive")
     p.add_argument("--threshold", type=float, default=0.05, help="a slowdown counts beyond this fraction (0.05: 5 %%)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the one-sided Welch test")
     p.add_argument("--json", action="store_true", help="print JSON (schema trainmark-compare/1)")
@@ -80,7 +74,7 @@ def register(subparsers) -> None:
 def run_report(args) -> int:
     from trainmark.report.collect import collect
 
-    data = collect(_folder(args.path, "FOLDER"), _check_options(args))
+    data = collect(args.path, _check_options(args))
     if args.format == "md":
         from trainmark.report.markdown import render_markdown
         text = render_markdown(data)
@@ -105,8 +99,8 @@ def run_compare(args) -> int:
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha must lie between 0 and 1, not {args.alpha}")
     options = _check_options(args)
-    base = check_path(_folder(args.base, "BASE"), options).to_dict()
-    new = check_path(_folder(args.new, "NEW"), options).to_dict()
+    base = check_path(args.base, options).to_dict()
+    new = check_path(args.new, options).to_dict()
     result = compare.compare_reports(base, new, threshold=args.threshold, alpha=args.alpha)
     if args.json:
         text = json.dumps(result, indent=2, allow_nan=False) + "\n"
@@ -121,7 +115,7 @@ def run_compare(args) -> int:
 def run_table(args) -> int:
     from trainmark.report import table
 
-    result = table.table_of_folders([_folder(p, "FOLDER") for p in args.paths], _check_options(args))
+    result = table.table_of_folders(list(args.paths), _check_options(args))
     text = {"csv": table.to_csv, "md": table.to_markdown, "json": table.to_json}[args.format](result)
     _emit(text, args.output)
     return 0

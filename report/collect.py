@@ -175,13 +175,10 @@ def _missing(result: dict, trials: list[TrialView]) -> list[str]:
     return out
 
 
-def collect(path: Path | str, options: CheckOptions | None = None) -> ReportData:
-    """Check ``path`` and gather everything the report shows (raises ``UserError`` like the checker)."""
-    options = options or CheckOptions()
-    report: Report = check_path(path, options)
+def _gather(report: Report, options: CheckOptions) -> tuple[list[BenchmarkView], dict[str, dict]]:
+    """Curves, rules and systems of a checked folder (read while the folder still exists)."""
     as_dict = report.to_dict()
     tree = SafeTree(Path(report.path))
-    systems = read_systems(tree, as_dict)
     views = []
     for result in as_dict["benchmarks"]:
         missing: list[str] = []
@@ -190,7 +187,29 @@ def collect(path: Path | str, options: CheckOptions | None = None) -> ReportData
         rules = _rules_for(result["benchmark"], result.get("rules_version"), options.rules_root) \
             if result["format"] == "trainmark" else None
         views.append(BenchmarkView(result, trials, under, rules, _missing(result, trials) + missing))
-    return ReportData(as_dict, views, systems)
+    return views, read_systems(tree, as_dict)
+
+
+def collect(path: Path | str, options: CheckOptions | None = None) -> ReportData:
+    """Check ``path`` (a folder, or an archive unpacked as ``trainmark check`` unpacks it) and gather
+    everything the report shows; raises ``UserError`` like the checker."""
+    from trainmark.checker import archive
+
+    options = options or CheckOptions()
+    path = Path(path)
+    if path.is_file() and archive.is_archive_name(path):
+        gathered: dict = {}
+
+        def check_folder(root: Path, opts: CheckOptions) -> Report:
+            report = check_path(root, opts)
+            gathered["views"], gathered["systems"] = _gather(report, opts)  # before the folder is removed
+            return report
+
+        report = archive.check_archive(path, options, check_folder)
+        return ReportData(report.to_dict(), gathered.get("views", []), gathered.get("systems", {}))
+    report = check_path(path, options)
+    views, systems = _gather(report, options)
+    return ReportData(report.to_dict(), views, systems)
 
 
 def system_of(data: ReportData, result: dict) -> dict:

@@ -16,7 +16,6 @@ from trainmark.report.collect import BenchmarkView, ReportData, system_of
 from trainmark.report.summary import (BENCHMARK_COLUMNS, FINDING_COLUMNS, TRIAL_COLUMNS, benchmark_row,
                                       finding_row, loose_findings, trial_row)
 
-_figures = itertools.count(1)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:72rem;padding:0 1rem;color:#222;line-height:1.4}
@@ -50,10 +49,10 @@ def _unique_ids(svg: str, prefix: str) -> str:
     return _REF.sub(lambda m: f"{m[1]}{prefix}{m[2]}", svg)
 
 
-def _figure(svg: str | None, kind: str, caption: str) -> str:
+def _figure(svg: str | None, kind: str, caption: str, numbers) -> str:
     if svg is None:
         return ""
-    prefix = f"f{next(_figures)}-"
+    prefix = f"f{next(numbers)}-"
     return (f'<figure class="plot" data-kind="{escape(kind)}" role="img" aria-label="{escape(caption)}">'
             f"{_unique_ids(svg, prefix)}<figcaption>{escape(caption)}</figcaption></figure>")
 
@@ -78,7 +77,7 @@ def _compact(value) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _benchmark(data: ReportData, view: BenchmarkView, index: int) -> str:
+def _benchmark(data: ReportData, view: BenchmarkView, index: int, numbers) -> str:
     r = view.result
     title = f"{r['benchmark']} on {r['system'] or '?'} ({r['division'] or 'division unknown'}, {r['format']})"
     parts = [f'<section id="b{index}"><h2>{escape(title)}</h2>', f"<p>Folder: <code>{escape(r['path'] or '.')}</code>; "
@@ -88,7 +87,7 @@ def _benchmark(data: ReportData, view: BenchmarkView, index: int) -> str:
                      + "".join(f"<li>{escape(m)}</li>" for m in view.missing) + "</ul></div>")
     if r["format"] == "mlperf":
         parts.append(_figure(plots.mlperf_runs(r), "mlperf-runs", "Each MLPerf run's time in minutes "
-                             "(run_stop - run_start, evaluation included, as MLPerf scores it)."))
+                             "(run_stop - run_start, evaluation included, as MLPerf scores it).", numbers))
         parts.append(_table(["file", "minutes", "dropped", "reason"],
                             [[str(t.get("file", "")), str(t.get("minutes") if t.get("minutes") is not None else "-"),
                               "yes" if t.get("dropped") else "no", str(t.get("reason") or "")] for t in r["trials"]]))
@@ -96,16 +95,16 @@ def _benchmark(data: ReportData, view: BenchmarkView, index: int) -> str:
         epoch_svg, banded = plots.metric_vs_epoch(view)
         parts.append(_figure(plots.metric_vs_time(view), "metric-time",
                              "Each trial's metric after every evaluation against its training time so far "
-                             "(evaluation windows excluded); dashed: the quality target."))
+                             "(evaluation windows excluded); dashed: the quality target.", numbers))
         parts.append(_figure(epoch_svg, "metric-epoch",
-                             "The metric per epoch " + ("inside the rules' reference band (grey: lowest to highest "
+                             "The metric per epoch " + ("beside the rules' reference band (grey: lowest to highest "
                                                         "of the calibration trials)." if banded else
                                                         "(the rules carry no reference band for this batch size "
-                                                        "and precision).")))
+                                                        "and precision)."), numbers))
         parts.append(_figure(plots.time_bars(view), "time", "Time per trial: training (blue) and evaluation "
-                             "(orange) windows shown apart."))
+                             "(orange) windows shown apart.", numbers))
         energy = plots.energy_bars(view)
-        parts.append(_figure(energy, "energy", "Energy per trial: training (blue) and evaluation (orange)."))
+        parts.append(_figure(energy, "energy", "Energy per trial: training (blue) and evaluation (orange).", numbers))
         if energy is None:
             reason = (r.get("score") or {}).get("energy_reason") or "no trial measured energy"
             parts.append(f"<p>Energy: not measured ({escape(reason)}).</p>")
@@ -120,8 +119,7 @@ def _benchmark(data: ReportData, view: BenchmarkView, index: int) -> str:
 
 
 def render_html(data: ReportData) -> str:
-    global _figures
-    _figures = itertools.count(1)
+    numbers = itertools.count(1)   # figure numbers: each figure's SVG ids get its own prefix
     rep = data.report
     verdict = "PASS" if rep["passed"] else "FAIL"
     counts = ", ".join(f"{n} {s}" for s, n in rep["counts"].items())
@@ -135,7 +133,7 @@ def render_html(data: ReportData) -> str:
         body.append('<div class="missing" role="note">No benchmark result could be read in this folder.</div>')
     if rep["notes"]:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in rep["notes"]) + "</ul>")
-    body += [_benchmark(data, v, i) for i, v in enumerate(data.benchmarks, start=1)]
+    body += [_benchmark(data, v, i, numbers) for i, v in enumerate(data.benchmarks, start=1)]
     loose = loose_findings(data)
     if loose:
         body.append("<h2>Other findings</h2>" + _findings(loose))

@@ -16,10 +16,11 @@ WIDTH, HEIGHT = 6.4, 3.2     # inches at 72 dpi in the SVG: 460 x 230 px
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "trainmark", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
 
 
-def _figure():
+def _figure(left: float = 0.12):
     from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
 
-    fig = Figure(figsize=(WIDTH, HEIGHT), layout="constrained")
+    fig = Figure(figsize=(WIDTH, HEIGHT))  # fixed margins: a layout engine would draw every figure twice
+    fig.subplots_adjust(left=left, right=0.97, bottom=0.16, top=0.96)
     return fig, fig.add_subplot()
 
 
@@ -105,7 +106,7 @@ def _stacked(rows, first, second, xlabel, first_label, second_label, gid) -> str
     import matplotlib
 
     with matplotlib.rc_context(_RC):
-        fig, ax = _figure()
+        fig, ax = _figure(left=0.25)
         names = [f"trial {r['trial']}" + ("" if r.get("converged") else " (missed target)") for r in rows]
         a = [r[first] for r in rows]
         b = [r[second] or 0.0 for r in rows]
@@ -127,7 +128,7 @@ def mlperf_runs(result: dict) -> str | None:
     import matplotlib
 
     with matplotlib.rc_context(_RC):
-        fig, ax = _figure()
+        fig, ax = _figure(left=0.25)
         names = [str(r.get("file", "")).rsplit("/", 1)[-1] + (" (dropped)" if r.get("dropped") else "") for r in runs]
         bars = ax.barh(names, [r.get("minutes") or 0.0 for r in runs], color="tab:blue")
         for i, bar in enumerate(bars, start=1):

@@ -112,12 +112,11 @@ def to_json(table: dict) -> str:
 
 
 def table_of_folders(paths: list[Path], options) -> dict:
-    from trainmark.checker.check import check_path
-    from trainmark.checker.safefs import SafeTree
-    from trainmark.report.collect import read_systems
+    """Check each folder or archive (archives are unpacked as `trainmark check` does) and tabulate."""
+    from trainmark.report.collect import collect
 
     reports = []
     for path in paths:
-        report = check_path(path, options).to_dict()
-        reports.append((report, read_systems(SafeTree(Path(report["path"])), report)))
+        data = collect(path, options)
+        reports.append((data.report, data.systems))
     return build_table(reports)

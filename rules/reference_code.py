@@ -110,3 +110,14 @@ def render(table: dict) -> str:
 
 def hash_file(version: str, rules_root: Path | None = None) -> Path:
     return Path(rules_root or RULES_ROOT) / version / HASH_FILE
+
+
+def released_differences(rules: BenchmarkRules, rules_root: Path | None, sources: dict[str, Path]) -> list[str] | None:
+    """Record paths whose installed file differs from the released hashes (None: no hashes for this version)."""
+    try:
+        table = json.loads(hash_file(rules.version, rules_root).read_text(encoding="utf-8"))
+        released = table["benchmarks"][rules.name]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    differ = [p for p, src in sources.items() if released.get(p) != sha256_file(src)]
+    return sorted(differ + [p for p in released if p not in sources])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -138,15 +139,43 @@ def validate(data: Any, path: Path) -> None:
         raise RulesError(f"{path}: field 'metric/target': {target} outside the metric's range {[lo, hi]}")
 
 
-def load_file(path: Path) -> BenchmarkRules:
+def _read_yaml(path: Path) -> Any:
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesError(f"{path}: cannot read rule file: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
         raise RulesError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+
+
+def merge(base: Any, override: Any) -> Any:
+    """``override`` laid over ``base``: mappings merge key by key, a null value removes the key,
+    anything else replaces."""
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return override
+    out = dict(base)
+    for key, value in override.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(base.get(key), value)
+    return out
+
+
+def load_file(path: Path) -> BenchmarkRules:
+    """One rule file. ``include: <benchmark>`` starts from the shipped rule file of that benchmark
+    and version (never a path) and overrides the keys this file gives: test rules stay short."""
+    data = _read_yaml(path)
+    if isinstance(data, dict) and "include" in data:
+        name = data.pop("include")
+        ok = isinstance(name, str) and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name) is not None
+        shipped = RULES_ROOT / path.parent.name / f"{name}.yaml"
+        if not ok or not shipped.is_file():
+            raise RulesError(f"{path}: field 'include': {name!r} is not a shipped benchmark of rules "
+                             f"{path.parent.name}")
+        data = merge(_read_yaml(shipped), data)
     validate(data, path)
     return BenchmarkRules(data, path)
 

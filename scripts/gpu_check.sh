@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# What only a GPU can show, in one short run (about 8 minutes on one H200): run it on a lent GPU
+# What only a GPU can show, in one short run (about 9.5 minutes on one H200): run it on a lent GPU
 # machine as `OUT=/some/folder bash scripts/gpu_check.sh`, then record the results in docs/gpu.md
 # with the date and the device. Every step writes under $OUT and goes on after a failure.
 #   1. `trainmark ops` on CUDA: matmul/conv/memory ceilings per dtype against the datasheet peak (issue 6)
 #   2. a short `trainmark sweep` of resnet-mini: throughput, TFLOPS, J/sample, OOM search (issue 6)
 #   3. benchmarks/reference_step.py with AMP and channels-last: our step beside a plain one (issue 5)
 #   4. one resnet-mini trial on CUDA with AMP: NVML energy in a real run, and `trainmark check` on it
+#   5. energy by domain and telemetry (issue 15): fakes, the real meters under load, sampler overhead
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to a folder for the results}
@@ -28,3 +29,21 @@ step timeout 120 python3 benchmarks/reference_step.py --device cuda --amp --chan
 step timeout 120 python3 -m trainmark run resnet-mini --device cuda --precision amp --trials 1 --seed 3000 \
   --ceilings "$OUT/ops.json" --out "$OUT/submission" --submitter trainmark --quiet
 step timeout 60 python3 -m trainmark check "$OUT/submission" --json
+# Issue 15, energy by domain and telemetry (about 1.5 minutes): the meters and the sampler on fakes, then on
+# this machine's own GPUs/RAPL/BMC under a known load, the sampler's cost at 10 Hz, and the trial of step 4's
+# energy_domains and telemetry (its `trainmark check` above already ran the ENERGY-/TELEMETRY- rules).
+# Evidence: docs/gpu-energy.md (written by the probe; commit it with the date and the device).
+step timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_energy.py tests/test_energy_domains.py tests/test_telemetry.py
+step timeout 60 python3 scripts/energy_probe.py --seconds 10 --out "$OUT/energy" --md docs/gpu-energy.md
+step timeout 120 python3 benchmarks/telemetry_overhead.py --device cuda --batch 256 --steps 60 --repeats 3 --hz 10
+python3 - "$OUT/submission" >>docs/gpu-energy.md 2>>"$OUT/steps.log" <<'PY'
+import json, pathlib, sys
+for t in sorted(pathlib.Path(sys.argv[1]).glob("*/*/results/*/*/trial_*/trial.json")):
+    r = json.loads(t.read_text())
+    print(f"\n## {t.parent.parent.name} {t.parent.name}: energy_scope `{r.get('energy_scope')}`, train {r.get('train_energy_j')} J\n")
+    print("```json\n" + json.dumps({"energy_domains": r.get("energy_domains"), "telemetry": r.get("telemetry"),
+                                    "epoch_1_telemetry": (r.get("history") or [{}])[0].get("telemetry")}, indent=1) + "\n```")
+PY
+{ echo; echo "Sampler overhead (benchmarks/telemetry_overhead.py --device cuda, 10 Hz):"; echo;
+  grep -E "^(resnet-mini on|sampler at|median steps|sampler CPU)" "$OUT/steps.log" | sed 's/^/    /'; } >>docs/gpu-energy.md
+cp docs/gpu-energy.md "$OUT/" 2>/dev/null

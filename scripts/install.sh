@@ -4,8 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
-# Fashion-MNIST IDX files; the King James Bible (lstm-mini); KJV + WEB sword modules (transformer-mini)
-DEB_PACKAGES="dataset-fashion-mnist bible-kjv diatheke sword-text-kjv sword-text-web"
+# Fashion-MNIST IDX files; the King James Bible (lstm-mini); KJV + WEB sword modules (transformer-mini);
+# headless Chromium and its driver for the report's browser test (tests/test_report_browser.py)
+DEB_PACKAGES="dataset-fashion-mnist bible-kjv diatheke sword-text-kjv sword-text-web chromium chromium-driver"
 missing=""
 for p in $DEB_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -120,6 +120,27 @@ def test_ten_gigabyte_member_is_refused_without_reading_it(tmp_path, private_tmp
     assert list(private_tmp.iterdir()) == []
 
 
+def test_huge_pax_header_is_refused_before_it_is_read(tmp_path):
+    info = tarfile.TarInfo("././@PaxHeader")
+    info.type = tarfile.XHDTYPE
+    info.size = 3 * 2 ** 30  # tarfile would read (allocate) the whole header at once
+    path = tmp_path / "pax.tar"
+    path.write_bytes(info.tobuf(tarfile.USTAR_FORMAT))
+    findings = Findings()
+    assert not archive.unpack(path, tmp_path / "dest", findings)
+    (finding,) = findings
+    assert finding.rule == "ARCHIVE-005" and "3221225472" in finding.message
+
+
+@pytest.mark.parametrize("mode", ["w", "w:gz", "w:bz2", "w:xz"])
+def test_every_compression_unpacks(tmp_path, mode):
+    path = build_tar(tmp_path / "a.tar", [member("closed/a.txt", data=b"hello")], mode)
+    (tmp_path / "dest").mkdir()
+    findings = Findings()
+    assert archive.unpack(path, tmp_path / "dest", findings) and len(findings) == 0
+    assert (tmp_path / "dest" / "closed" / "a.txt").read_bytes() == b"hello"
+
+
 def test_member_count_and_total_size_limits(tmp_path):
     path = build_tar(tmp_path / "many.tar", [member(f"closed/f{i}.txt", data=b"12345") for i in range(11)], "w")
     findings = Findings()
@@ -173,3 +194,4 @@ def test_cli_exit_status_and_json_for_a_refused_archive(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     jsonschema.validate(report, REPORT_SCHEMA)
     assert report["level"] == "archive" and [f["rule"] for f in report["findings"]] == ["ARCHIVE-002"]
+    assert report["notes"][0].startswith("MLPerf Training ruleset in force:")

@@ -1,6 +1,7 @@
 """Each rule, broken alone in a clean synthetic folder, is reported with its id, file and line."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -397,6 +398,9 @@ def test_converge_001_closed_submission_too_fast(tmp_path):
 def test_converge_002_batch_size_without_reference_is_a_warning(root):
     for k in range(1, 6):
         synthetic.edit_mllog(result_file(root, k), "global_batch_size", lambda r: {**r, "value": 1024})
+        trial_json = root / BENCH / f"trial_{k}" / "trial.json"  # trial.json must agree with the MLLOG
+        data = json.loads(trial_json.read_text())
+        trial_json.write_text(json.dumps({**data, "hparams": {**data["hparams"], "global_batch_size": 1024}}))
     report = check_path(root, TINY)
     assert_finding(report, "CONVERGE-002", BENCH, None)
     assert report.exit_code == 0

@@ -103,3 +103,12 @@ def test_missing_energy_gives_no_ratio_and_says_why(base, tmp_path):
         for k in range(3)])
     (row,) = compare_reports(report(base), report(plain))["benchmarks"]
     assert row["energy_ratio"] is None and row["energy_reason"].startswith("NEW: ")
+
+
+def test_an_archive_compares_like_its_folder(base, slower, tmp_path, capsys):
+    from trainmark.checker.archive import write_archive
+
+    tgz, _, _ = write_archive(base, tmp_path / "base.tar.gz")
+    assert main(["compare", str(tgz), str(slower), "--threshold", "0.1", "--json", "--rules-dir", str(TEST_RULES)]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["base"] == str(tgz.resolve()) and out["regressed"] == ["tiny-test"]

@@ -191,3 +191,12 @@ def test_a_torn_last_row_is_ignored_but_a_bad_header_is_not(tmp_path):
     assert not telemetry_check.parse(b"when,a.b\n1,2\n", "t.csv", findings)
     assert not telemetry_check.parse(b"time_ms,a.b\n5,2\n3,4\n", "t.csv", findings)  # time goes back
     assert [f.line for f in findings] == [1, 3] and {f.rule for f in findings} == {"TELEMETRY-003"}
+
+
+@pytest.mark.parametrize("data", [b"time_ms,a\n1,\x00\n", b"time_ms,a\x00\n", b"\xff\xfe", b"",
+                                  b"time_ms,a\n1," + b"9" * 200_000 + b"\n", b"time_ms,a\n1,inf\n",
+                                  b"time_ms,a,a\n", b"time_ms,../x\n", b"time_ms,a\n1,2,3\n"])
+def test_hostile_telemetry_is_one_finding_never_a_crash(data):
+    findings = Findings()
+    assert not telemetry_check.parse(data, "t.csv", findings)
+    assert [f.rule for f in findings] == ["TELEMETRY-003"]

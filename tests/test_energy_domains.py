@@ -143,3 +143,16 @@ def test_no_ipmitool_or_a_bmc_that_does_not_answer_is_unavailable(tmp_path, monk
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(energy.MeterUnavailable, match="not installed"):
         energy.IpmiDcmiMeter()
+
+
+def test_rapl_psys_is_reported_but_never_added_to_the_packages(tmp_path):
+    root = make_powercap(tmp_path / "powercap", packages=((0, 10 ** 9), (0, 10 ** 9)))
+    (root / "intel-rapl:1" / "name").write_text("psys\n")   # a laptop's platform zone
+    m = energy.open_meter("cpu", rapl_root=root, ipmitool=False)
+    assert m.scope == "package-0" and m.describe()["psys"]["kind"] == "platform"
+    m.start()
+    add_uj(root / "intel-rapl:0", 1_000_000)
+    add_uj(root / "intel-rapl:1", 3_000_000)
+    r = m.readings()
+    assert r.total == pytest.approx(1.0) and r.domains["psys"] == pytest.approx(3.0)
+    m.stop()

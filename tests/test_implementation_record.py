@@ -168,6 +168,20 @@ def test_closed_check_without_released_hashes_is_a_warning(run_copy):
     assert [f.rule for f in report.findings] == ["CODE-008"] and report.exit_code == 0
 
 
+def test_run_warns_before_training_when_the_reference_is_not_the_released_one(tmp_path, capsys):
+    rules = _rules_with_hashes(tmp_path / "rules")
+    run = dict(benchmark="tiny-test", rules_dir=rules, quiet=True, submitter="acme", system_name="box", seed=3,
+               trials=1, data_dir=tmp_path)
+    run_benchmark(RunOptions(out=tmp_path / "a", **run))
+    assert "differs from the released reference" not in capsys.readouterr().err
+    table = json.loads(reference_code.hash_file("1.0", rules).read_text())
+    table["benchmarks"]["tiny-test"]["code/tiny_reference.py"] = "0" * 64
+    reference_code.hash_file("1.0", rules).write_text(json.dumps(table))
+    run_benchmark(RunOptions(out=tmp_path / "b", **run))
+    err = capsys.readouterr().err
+    assert "differs from the released reference of rules 1.0 (code/tiny_reference.py)" in err
+
+
 def test_open_division_records_the_model_source(tmp_path, monkeypatch):
     (tmp_path / "mymodel_b12.py").write_text(
         "from torch import nn\n\ndef build():\n    return nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2))\n")

@@ -119,6 +119,21 @@ def test_cli_writes_html_and_markdown(tmp_path, capsys):
 def test_cli_unreadable_input_exits_2(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nope")]) == 2
     assert "does not exist" in capsys.readouterr().err
-    (tmp_path / "a.tar").write_bytes(b"x")
-    assert main(["report", str(tmp_path / "a.tar")]) == 2
-    assert "is a file" in capsys.readouterr().err
+    (tmp_path / "a.txt").write_bytes(b"x")
+    assert main(["report", str(tmp_path / "a.txt")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_an_archive_is_reported_like_its_folder(clean_submission, tmp_path):
+    from trainmark.checker.archive import write_archive
+
+    tgz, _, _ = write_archive(clean_submission, tmp_path / "sub.tar.gz")
+    data = collect(tgz, TINY)
+    (view,) = data.benchmarks
+    assert data.report["path"] == str(tgz.resolve()) and data.report["passed"]
+    assert [len(t.curve) for t in view.trials] == [6, 5, 6, 5, 6]
+    assert data.systems and "synthetic CPU" in render_html(data)  # read before the unpacked folder went away
+    (tmp_path / "bad.tar.gz").write_bytes(b"not a tar")
+    refused = collect(tmp_path / "bad.tar.gz", TINY)
+    assert refused.benchmarks == [] and not refused.report["passed"]
+    assert "No benchmark result could be read" in render_html(refused)

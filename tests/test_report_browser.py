@@ -131,3 +131,17 @@ def test_the_browser_checks_catch_a_request_and_an_empty_figure(browser, tmp_pat
     assert any("127.0.0.1:9" in u for u in page["requests"])
     with pytest.raises(AssertionError):
         assert_clean(page)
+
+
+MLPERF = ROOT.parent / "shared" / "fixtures" / "mlperf-training-v4.0"
+
+
+@pytest.mark.skipif(not MLPERF.is_dir(), reason=f"no MLPerf fixture at {MLPERF}")
+def test_mlperf_folder_report_in_chromium(browser, tmp_path):
+    data = collect(MLPERF)
+    page_file = tmp_path / "mlperf.html"
+    page_file.write_text(render_html(data), encoding="utf-8")
+    page = open_page(browser, page_file)
+    assert_clean(page)
+    runs = [f for f in page["figures"] if f["kind"] == "mlperf-runs"]
+    assert [f["series"] for f in runs] == [len(v.result["trials"]) for v in data.benchmarks]

@@ -79,3 +79,30 @@ def test_the_rules_schema_is_a_valid_json_schema():
 
     from trainmark.rules.ruleset import schema
     jsonschema.validators.validator_for(schema()).check_schema(schema())
+
+
+def test_include_starts_from_the_shipped_file_and_overrides(tmp_path):
+    from trainmark.rules import get_rules
+
+    folder = tmp_path / "1.0"
+    folder.mkdir()
+    (folder / "resnet-mini.yaml").write_text(
+        "benchmark: resnet-mini\nrules_version: '1.0'\ninclude: resnet-mini\n"
+        "metric:\n  target: 0.5\nmax_epochs: 2\ndataset:\n  env_var: null\n")
+    got = get_rules("resnet-mini", rules_root=tmp_path)
+    shipped = get_rules("resnet-mini")
+    assert got.target == 0.5 and got.max_epochs == 2
+    assert got.metric["name"] == shipped.metric["name"] and got.hyperparameters == shipped.hyperparameters
+    assert "env_var" in shipped.dataset and "env_var" not in got.dataset  # null removes a key
+
+
+@pytest.mark.parametrize("name", ["../1.0/resnet-mini", "/etc/passwd", "no-such-benchmark", 3])
+def test_include_names_a_shipped_benchmark_never_a_path(tmp_path, name):
+    from trainmark.rules import get_rules
+    from trainmark.rules.ruleset import RulesError
+
+    folder = tmp_path / "1.0"
+    folder.mkdir()
+    (folder / "resnet-mini.yaml").write_text(f"benchmark: resnet-mini\nrules_version: '1.0'\ninclude: {name!r}\n")
+    with pytest.raises(RulesError, match="field 'include'"):
+        get_rules("resnet-mini", rules_root=tmp_path)

@@ -121,3 +121,16 @@ def test_the_background_thread_samples_and_stops(tmp_path):
 def test_period_must_be_positive(tmp_path):
     with pytest.raises(ValueError):
         telemetry.Sampler(tmp_path / "t.csv", [], period_s=0)
+
+
+@pytest.mark.parametrize("text,ok", [("0", True), ("1", True), ("10", True), ("0.5", False), ("101", False),
+                                     ("nan", False), ("x", False)])
+def test_telemetry_hz_is_off_or_at_least_1_hz(text, ok, capsys):
+    from trainmark.cli import main
+
+    if ok:
+        assert telemetry.parse_hz(text) == float(text)
+        return
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "tiny-test", "--telemetry-hz", text])
+    assert stop.value.code == 2 and "--telemetry-hz" in capsys.readouterr().err
