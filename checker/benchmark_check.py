@@ -24,6 +24,7 @@ from trainmark.checker.layout import DIVISIONS, BenchmarkFolder, safe_entries
 from trainmark.checker.mllog_read import Event, read_events
 from trainmark.checker.safefs import LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.scoring import score_benchmark
+from trainmark.checker.spread_check import check_spread
 from trainmark.checker.trial_json_check import check_trial_json
 from trainmark.checker.trial_record import TrialRecord, extract_trial
 from trainmark.rules import compliance
@@ -172,10 +173,11 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
     trials_check.check_trial_outcomes(ordered, findings)
     curve_check.check_curves(ordered, rules, division, findings)
-    _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
+    other_load = _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
     scoring = rules.scoring
     result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
                                    int(scoring["max_not_converged"])).to_dict()
+    check_spread(ordered, result.score.get("cv_train_time"), other_load, folder.rel, rules, findings)
     result.trials = [trial_summary(r) for r in ordered]
     return result
 
@@ -202,10 +204,12 @@ def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list
 
 def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str], trial_dirs: dict[int, str],
                   records: dict[int, TrialRecord], rules: BenchmarkRules, division: str, ctx: TrainmarkContext,
-                  findings: Findings) -> None:
+                  findings: Findings) -> dict[int, float | None]:
+    """Conformity of every trial's model and trial.json; returns each trial's recorded other CPU load."""
     reference, why = ctx.references.describe(rules)
     if reference is None and why not in ctx.notes:
         ctx.notes.append(why)
+    other_load: dict[int, float | None] = {}
     baseline: tuple[int, str] | None = None  # the first trial's model
     for k in sorted(results):
         trial_rel = _join(folder.rel, f"trial_{k}")
@@ -216,7 +220,8 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
         _check_trial_entries(tree, trial_rel, findings)
         names = {"benchmark": folder.benchmark, "division": division, "submitter": folder.submitter,
                  "system_name": folder.system}
-        check_trial_json(tree, _join(trial_rel, "trial.json"), records.get(k), names, rules, findings)
+        summary = check_trial_json(tree, _join(trial_rel, "trial.json"), records.get(k), names, rules, findings)
+        other_load[k] = summary.get("other_cpu_load_pct") if summary else None
         structure_rel = _join(trial_rel, "structure.json")
         desc, text = conformity.read_structure(tree, structure_rel, findings)
         conformity.check_weights(tree, _join(trial_rel, "model.safetensors"), desc, findings)
@@ -231,6 +236,7 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
         if baseline[1] != desc["fingerprint"]:
             findings.add("CONFORM-007", structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
                          expected=baseline[1], seen=desc["fingerprint"])
+    return other_load
 
 
 def _check_trial_entries(tree: SafeTree, trial_rel: str, findings: Findings) -> None:

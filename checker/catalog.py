@@ -175,6 +175,9 @@ _RULES = [
          "copy the trial.json the harness wrote (schema: harness/schema/trial.schema.json)"),
     Rule("TRIALJSON-003", ERROR, "trial.json disagrees with the figures recomputed from the MLLOG",
          "never edit trial.json: it must state what result_<k>.txt shows (times within 0.05 s)"),
+    Rule("SPREAD-001", WARNING, "the trials' train times vary more than the rules' max_train_time_cv (the score ranks "
+         "systems poorly)", "rerun on a quiet machine (the finding names other load seen during the trials) or ask for "
+         "a recipe whose epochs-to-target agree across seeds"),
     Rule("HPARAM-005", WARNING, "open division: the trials of a benchmark differ in hyperparameters or precision",
          "run every trial with the same settings, or submit the settings as separate results"),
     # Bounds on what the checker reads (issue 18): hostile sizes and numbers answered fast

@@ -28,15 +28,16 @@ def _schema() -> dict:
 
 
 def check_trial_json(tree: SafeTree, rel: str, record: TrialRecord | None, names: dict[str, str | None],
-                     rules: BenchmarkRules, findings: Findings) -> None:
+                     rules: BenchmarkRules, findings: Findings) -> dict | None:
+    """The validated summary, or None after a finding."""
     summary = read_json_object(tree, rel, findings, "TRIALJSON-001")
     if summary is None or not schema_findings(summary, _schema(), rel, "TRIALJSON-002", findings):
-        return
-    if record is None:
-        return
-    for field, said, recomputed in _disagreements(summary, record, names, rules):
-        findings.add("TRIALJSON-003", rel, f"{rel}: {field} is {said!r}, the logs ({record.rel}) give {recomputed!r}",
-                     expected=recomputed, seen=said)
+        return None
+    if record is not None:
+        for field, said, recomputed in _disagreements(summary, record, names, rules):
+            findings.add("TRIALJSON-003", rel, f"{rel}: {field} is {said!r}, the logs ({record.rel}) give "
+                         f"{recomputed!r}", expected=recomputed, seen=said)
+    return summary
 
 
 def _disagreements(s: dict, r: TrialRecord, names: dict[str, str | None], rules: BenchmarkRules):

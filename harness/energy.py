@@ -177,7 +177,8 @@ class RaplMeter(_DomainMeterBase):
             raise MeterUnavailable(f"no RAPL zones under {root} (virtual machine or non-Linux host)")
         self.zones: list[Path] = []
         self.domains: list[Domain] = []
-        resolution = f"1 uJ counter (hardware unit 15-61 uJ, updated every ~1 ms); wrap-around polled every {poll_s:g} s"
+        resolution = (f"1 uJ counter (hardware unit 15-61 uJ, updated every ~1 ms); "
+                      f"wrap-around polled every {poll_s:g} s")
         for zone in zones:  # package zones, then their DRAM sub-zones (core/uncore are inside package)
             index = zone.name.split(":")[1]
             name = _read_text(zone / "name") or f"package-{index}"
@@ -348,7 +349,8 @@ class AmdSmiMeter(_DomainMeterBase):
             try:
                 import amdsmi  # ROCm's Python bindings
             except ImportError:
-                raise MeterUnavailable("amdsmi is not installed (it ships with ROCm: /opt/rocm/share/amd_smi)") from None
+                raise MeterUnavailable("amdsmi is not installed (it ships with ROCm: "
+                                       "/opt/rocm/share/amd_smi)") from None
         self.smi = amdsmi
         try:
             amdsmi.amdsmi_init()

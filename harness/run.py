@@ -28,6 +28,7 @@ from trainmark.harness import distributed, energy, epochlog, implementation, pea
 from trainmark.harness.files import append_line, write_atomic, write_json_atomic, write_text_atomic
 from trainmark.harness.mllogger import TrialLog
 from trainmark.harness.monitor import Monitor
+from trainmark.harness.other_load import OtherLoad
 from trainmark.harness.progress import TrialProgress
 from trainmark.harness.structure import describe
 from trainmark.harness.telemetry import open_for_trial as open_telemetry
@@ -394,6 +395,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             sampler = open_telemetry(bench_dir / f"trial_{k}", meter, monitor, 1 / opts.telemetry_hz) \
                 if dist.is_main and opts.telemetry_hz else None
             meta = {**meta_common, "trial": k, "seed": cfg.seed}
+            load = OtherLoad() if device.type == "cpu" else None  # a busy neighbour, measured, not guessed
             try:
                 result, model = run_trial(ref, data, cfg, monitor, log,
                                           lambda line: append_line(bench_dir / "epochs.log", line),
@@ -404,6 +406,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 raise
             finally:
                 log.close()
+                meta["other_cpu_load_pct"] = load.percent() if load else None
                 if sampler is not None:
                     sampler.stop()  # idempotent: the trial stops it at run_stop; this covers a crash before
             results.append(result)

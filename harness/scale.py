@@ -167,8 +167,14 @@ def analyse(points: list[dict], s: ScaleSettings) -> dict:
         if pred:
             p["predicted_samples_per_s"] = pred[0]["samples_per_s"]
             p["prediction_error"] = pred[0]["samples_per_s"] / p["samples_per_s"] - 1
+            # the communication model alone: this size's measured compute plus the modelled exposed all-reduce
+            t_ar = scale_model.allreduce_seconds(p["world_size"], profile.gradient_bytes, link)
+            comm_only = p["global_batch"] / (p["compute_s"] + max(0.0, t_ar - s.overlap * p["compute_s"]))
             validation.append({"world_size": p["world_size"], "measured": p["samples_per_s"],
-                               "predicted": p["predicted_samples_per_s"], "error": p["prediction_error"]})
+                               "predicted": p["predicted_samples_per_s"], "error": p["prediction_error"],
+                               "predicted_from_measured_compute": comm_only,
+                               "error_from_measured_compute": comm_only / p["samples_per_s"] - 1,
+                               "allreduce_measured_s": p["comm_s"], "allreduce_model_s": t_ar})
     rows = scale_model.project(profile, link, s.project_sizes, mode="weak")
     out["projection"] = {
         "model": "t_step = t_c(b) + max(0, t_ar - overlap * t_c(b)); t_ar = 2(N-1) alpha + 2(N-1)/N S/B "
@@ -303,6 +309,10 @@ def format_summary(result: dict) -> str:
     if proj:
         link = result["link"]
         lines.append(f"link: {link['bandwidth_bps'] / 1e9:.3g} GB/s, {link['latency_s'] * 1e6:.3g} us ({link['source']})")
+        lines.append("validation (model / measured - 1): " + ", ".join(
+            f"N={v['world_size']} {v['error']:+.0%} (with measured compute {v['error_from_measured_compute']:+.0%}; "
+            f"all-reduce {1000 * v['allreduce_model_s']:.3g} vs {1000 * v['allreduce_measured_s']:.3g} ms)"
+            for v in proj["validation"]))
         lines.append("projection: " + ", ".join(f"N={r['n']} eff {r['efficiency']:.2f}" for r in proj["rows"]))
     else:
         lines.append(f"projection: none ({result.get('projection_reason')})")

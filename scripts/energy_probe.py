@@ -74,7 +74,8 @@ def main() -> None:
           f"{result['torch']}, {seconds:.1f} s of bf16 8192x8192 matmuls on GPU 0 with the sampler at 10 Hz.", "",
           f"Total: {_j(result['total_j'])} over scope `{result['scope']}` ({result['method']})"
           + (f"; reason: {result['reason']}" if result["reason"] else "") + ".", "",
-          "| domain | kind | method | resolution | joules | mean W | reason |", "| --- | --- | --- | --- | --- | --- | --- |"]
+          "| domain | kind | method | resolution | joules | mean W | reason |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
     md += [f"| {n} | {d['kind']} | {d['method']} | {d['resolution']} | {_j(d['joules'])} | "
            f"{_j(d['mean_w'])} | {d['reason'] or ''} |" for n, d in domains.items()]
     if result["nvml_power_w_median"] is not None:

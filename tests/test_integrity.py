@@ -116,3 +116,32 @@ def test_trial_json_missing_a_field_breaks_the_schema(submission_copy):
     path.write_text(json.dumps(data))
     found = [f for f in check_path(submission_copy, TINY).findings if f.rule == "TRIALJSON-002"]
     assert found and "train_time_s" in found[0].message
+
+
+# -- a noisy score is explained by the data (SPREAD-001) ---------------------------------------
+def _spread_submission(tmp_path, epoch_s, other_load):
+    """Rules that bound the train-time CV at 0.10, and trials with the given epoch times and other load."""
+    (tmp_path / "rules" / "1.0").mkdir(parents=True)
+    (tmp_path / "rules" / "1.0" / "resnet-mini.yaml").write_text(
+        "benchmark: resnet-mini\nrules_version: '1.0'\ninclude: resnet-mini\nscoring:\n  max_train_time_cv: 0.10\n")
+    plans = synthetic.default_plans(RULES)
+    for plan, s in zip(plans, epoch_s):
+        plan.epoch_s = s
+    synthetic.write_submission(tmp_path / "sub", RULES, synthetic.tiny_reference_model(), plans=plans)
+    for k, load in enumerate(other_load, 1):
+        path = tmp_path / "sub" / BENCH / f"trial_{k}" / "trial.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "other_cpu_load_pct": load}))
+    return check_path(tmp_path / "sub", CheckOptions(rules_root=tmp_path / "rules",
+                                                     reference_builder=TINY.reference_builder))
+
+
+def test_a_noisy_set_of_trials_is_a_warning_naming_the_other_load(tmp_path):
+    report = _spread_submission(tmp_path, [30, 30, 90, 30, 30], [0.5, 1.0, 62.0, 0.4, 0.8])
+    found = [f for f in report.findings if f.rule == "SPREAD-001"]
+    assert found and found[0].severity == "warning" and "62% (trial 3)" in found[0].message
+    assert report.exit_code == 0
+
+
+def test_steady_trials_give_no_spread_warning(tmp_path):
+    report = _spread_submission(tmp_path, [30, 36, 30, 36, 30], [0.5, 1.0, 2.0, 0.4, 0.8])
+    assert "SPREAD-001" not in rules_of(report)

@@ -66,6 +66,9 @@ def test_one_two_four_ranks(tmp_path, tests_on_path):
     proj = result["projection"]
     assert [r["n"] for r in proj["rows"]] == scale_model.DEFAULT_SIZES
     assert [v["world_size"] for v in proj["validation"]] == [1, 2, 4]
+    for v, p in zip(proj["validation"], points):
+        assert v["allreduce_measured_s"] == p["comm_s"]
+        assert v["error_from_measured_compute"] == pytest.approx(v["predicted_from_measured_compute"] / v["measured"] - 1)
     saved = json.loads(Path(paths["json"]).read_text())
     assert saved["format"] == scale.FORMAT and len(saved["points"]) == 3
     rows = list(csv.DictReader(open(paths["csv"])))
@@ -103,3 +106,12 @@ def test_ops_allreduce_measures_the_link_the_projection_reads(tmp_path, tests_on
     with pytest.raises(UserError, match="allreduce runs alone"):
         args = parser.parse_args(["ops", "--op", "allreduce,matmul"])
         args.func(args)
+
+
+def test_the_trainmark_command_refuses_before_launch(capsys):
+    from trainmark.cli import main
+
+    code = main(["scale", "tiny-test", "--rules-dir", str(TEST_RULES), "--nproc", "1,3", "--batch-size", "32"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("trainmark scale: error: --nproc 3: world size 3") and "2, 4, 1, 8" in err

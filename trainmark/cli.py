@@ -51,9 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from trainmark.leftovers import remove_empty_inductor_cache_at_exit
     from trainmark.outputs import robust_stdio
 
     robust_stdio()  # an odd byte in a name is escaped, never a UnicodeEncodeError
+    remove_empty_inductor_cache_at_exit()  # torch creates it at import; trainmark never compiles
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
