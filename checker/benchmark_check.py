@@ -7,7 +7,6 @@ cross-trial rules, model conformity, and finally the scores.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,10 @@ from trainmark.checker.scoring import score_benchmark
 from trainmark.checker.spread_check import check_spread
 from trainmark.checker.trial_json_check import check_trial_json
 from trainmark.checker.trial_record import TrialRecord, extract_trial
+from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
 from trainmark.rules import compliance
 from trainmark.rules.ruleset import BenchmarkRules
 
-RESULT_FILE = re.compile(r"result_(0|[1-9][0-9]{0,5})\.txt")
-TRIAL_DIR = re.compile(r"trial_(0|[1-9][0-9]{0,5})")
-TRIAL_FILES = ("model.safetensors", "structure.json", "trial.json", "telemetry.csv")
 CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy", ".npz", ".h5",
                  ".py", ".pyc", ".sh", ".so", ".exe", ".dll", ".onnx")
 

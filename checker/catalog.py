@@ -44,7 +44,7 @@ _RULES = [
     # The per-epoch text log
     Rule("EPOCHLOG-001", ERROR, "a line of epochs.log is malformed",
          "each line is '[yyyy:MM:dd HH:mm:ss] \u2013 [trial] \u2013 [epoch] \u2013 [metric]', UTF-8, '\\n' ends; "
-         "write it with trainmark.harness.epochlog.format_line"),
+         "write it with trainmark.format.epochlog.format_line"),
     Rule("EPOCHLOG-002", ERROR, "trial numbers are not positive, contiguous and in order",
          "log trials 1, 2, 3, ... one after the other, each trial's lines together"),
     Rule("EPOCHLOG-003", ERROR, "epoch numbers within a trial are not 1, 2, 3, ...",
@@ -113,7 +113,7 @@ _RULES = [
          "draw a distinct seed for every trial"),
     # Model conformity
     Rule("CONFORM-001", ERROR, "structure.json is malformed or its fingerprint does not match its content",
-         "copy the structure.json the harness wrote (trainmark.harness.structure.describe)"),
+         "copy the structure.json the harness wrote (trainmark.format.structure.describe)"),
     Rule("CONFORM-002", ERROR, "the model structure differs from the reference (closed division)",
          "train the reference model unchanged, or submit to the open division"),
     Rule("CONFORM-003", INFO, "the model differs from the reference (open division: reported)",

@@ -95,9 +95,7 @@ def run(args: argparse.Namespace) -> int:
     _signals_end_the_check()
     with progress_for(quiet=args.quiet) as progress:
         options = CheckOptions(rules_root=args.rules_dir, system_schema=args.system_schema,
-                               mlperf_ruleset=args.mlperf_ruleset)
-        if progress is not None and hasattr(options, "progress"):
-            options.progress = progress
+                               mlperf_ruleset=args.mlperf_ruleset, progress=progress)
         try:
             report = check_path(args.path, options)
         except OSError as exc:

@@ -1,7 +1,7 @@
 """Is the submitted model the reference model? (closed: must be; open: report how not)
 
 The reference is rebuilt on the ``meta`` device (no memory, no data, nothing from the
-submission) and described with ``trainmark.harness.structure``; the trial's
+submission) and described with ``trainmark.format.structure``; the trial's
 ``structure.json`` must match it, describe itself truthfully (its fingerprint is
 recomputed), and agree with the weights' safetensors header and the MLLOG.
 """
@@ -45,7 +45,7 @@ class ReferenceStructures:
     def _build(self, rules: BenchmarkRules) -> tuple[dict | None, str]:
         import torch
 
-        from trainmark.harness import structure
+        from trainmark.format import structure
         try:
             with torch.device("meta"):
                 model = self.builder(rules)
@@ -63,7 +63,7 @@ _ENTRY_FIELDS = {"modules": ("name", "type", "config"), "parameters": ("name", "
 
 def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict | None, str]:
     """A validated ``structure.json`` and its text, or ``None`` after a finding."""
-    from trainmark.harness import structure
+    from trainmark.format import structure
     try:
         raw = tree.read_bytes(rel, JSON_CAP)
     except Missing:
@@ -100,7 +100,7 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
 
 
 def _shape_problem(desc: Any) -> str:
-    from trainmark.harness import structure
+    from trainmark.format import structure
     if not isinstance(desc, dict):
         return "not a JSON object"
     if desc.get("format") != structure.FORMAT:
@@ -165,7 +165,7 @@ def _tensor(entry: dict) -> str:
 def check_reference(desc: dict, text: str, reference: dict, division: str, rel: str, record: TrialRecord | None,
                     findings: Findings) -> None:
     """Closed: the structure must be the reference's. Open: report how it differs."""
-    from trainmark.harness import structure
+    from trainmark.format import structure
     if structure.fingerprint(desc) == reference["fingerprint"]:
         return
     differences = _ordered(structure.diff(reference, desc, limit=10**6))

@@ -1,6 +1,6 @@
 """Check ``epochs.log`` line by line: format, trial and epoch order, time, metric range.
 
-The format itself belongs to ``trainmark.harness.epochlog`` (the harness writes with
+The format itself belongs to ``trainmark.format.epochlog`` (the harness writes with
 it); this module only adds what one line cannot know: the order of the lines and the
 rules' metric range.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainmark.checker.findings import Findings
-from trainmark.harness import epochlog
+from trainmark.format import epochlog
 from trainmark.rules.ruleset import BenchmarkRules
 
 MAX_LINE = 4096  # a valid line has under 60 characters

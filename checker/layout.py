@@ -8,7 +8,6 @@ above PATH only give names (division, submitter, system); nothing outside PATH i
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,9 +15,8 @@ from trainmark.checker.findings import Findings
 from trainmark.checker.safefs import (Entry, Missing, SafeTree, UnsafeEntry, link_finding_message,
                                       special_file_message)
 from trainmark.errors import UserError
+from trainmark.format.layout import DIVISIONS, NAME
 
-DIVISIONS = ("closed", "open")
-NAME = re.compile(r"[A-Za-z0-9._-]+")
 LEVELS = ("submission", "division", "submitter", "system", "benchmark")
 
 

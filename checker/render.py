@@ -86,7 +86,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
     if console is None:
         console = Console(soft_wrap=False, highlight=False)
         if not console.is_terminal:  # a pipe or file: wide enough to keep a finding on few lines
-            console = Console(soft_wrap=False, highlight=False, width=max(console.width, 160))
+            console = Console(soft_wrap=False, highlight=False, width=max(console.width, 220))  # a row a line
     console.print(f"[bold]trainmark check[/bold] {escape(printable(report.path))} ({report.level})")
     for f in report.findings:  # one block per finding: paths stay whole at any width
         where = (f.file or ".") + (f":{f.line}" if f.line else "")

@@ -23,7 +23,7 @@ MAX_HEADER = 1 << 20
 # give an absurd header size, so the file was once reported as "a huge header" instead of as a pickle.
 _OLD_PICKLE_OPCODES = frozenset(b"(c}])IKLFNSVXGJMUT")
 
-# safetensors dtype -> (torch dtype name as trainmark.harness.structure writes it, bytes per element)
+# safetensors dtype -> (torch dtype name as trainmark.format.structure writes it, bytes per element)
 DTYPES = {
     "BOOL": ("bool", 1), "U8": ("uint8", 1), "I8": ("int8", 1), "F8_E4M3": ("float8_e4m3fn", 1),
     "F8_E5M2": ("float8_e5m2", 1), "I16": ("int16", 2), "U16": ("uint16", 2), "F16": ("float16", 2),

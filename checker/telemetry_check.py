@@ -15,7 +15,7 @@ import math
 from trainmark.checker.findings import Findings
 from trainmark.checker.mllog_read import Event
 from trainmark.checker.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.harness.telemetry import COLUMN, FILE_NAME, GAP_S, THROTTLE_MASK, throttle_names
+from trainmark.format.telemetry import COLUMN, FILE_NAME, GAP_S, THROTTLE_MASK, throttle_names
 
 MAX_COLUMNS = 4096
 MAX_GAP_FINDINGS = 10  # per file; the last finding says how many more

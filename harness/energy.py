@@ -26,10 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-MEASURED_COUNTER = "measured-counter"
-MEASURED_POWER = "measured-power"
-ESTIMATED = "estimated"
-UNAVAILABLE = "unavailable"
+from trainmark.format.labels import EnergyMethod
+
+# The method labels are the result format's (trainmark.format.labels), as plain strings.
+MEASURED_COUNTER = EnergyMethod.MEASURED_COUNTER.value
+MEASURED_POWER = EnergyMethod.MEASURED_POWER.value
+ESTIMATED = EnergyMethod.ESTIMATED.value
+UNAVAILABLE = EnergyMethod.UNAVAILABLE.value
 
 GPU, CPU_PACKAGE, DRAM, NODE = "gpu", "cpu-package", "dram", "node"
 PLATFORM = "platform"  # RAPL 'psys' (laptops): contains the packages, so never added to them

@@ -362,6 +362,9 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     start_at = dist.broadcast_int(start_at)
 
     data = ref.load_data(data_dir)
+    if ref.train_samples(data) < hp["global_batch_size"]:  # else every epoch ran 0 steps and the run exited 0
+        raise UserError(f"global batch size {hp['global_batch_size']} is larger than the {ref.train_samples(data)} "
+                        f"training samples: no training step would run (use a smaller --batch-size)")
     meter = open_meter_for(device, dist, opts.energy_estimate_watts)
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     progress = TrialProgress(enabled=dist.is_main and not opts.quiet)

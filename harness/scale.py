@@ -102,6 +102,15 @@ def failed_rank(stderr: str) -> str | None:
     return f"rank {m[1]} (local rank {m[2]})" if m else None
 
 
+def worker_error(stderr: str) -> str:
+    """The last exception line a rank printed (not torchrun's own ChildFailedError), or the last line."""
+    lines = [re.sub(r"^\[rank\d+\]:\s*", "", ln.strip()) for ln in stderr.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("=", "-"))]
+    errors = [ln for ln in lines if (re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", ln) or ": error: " in ln)
+              and "ChildFailedError" not in ln]
+    return (errors or lines or ["(no output)"])[-1]
+
+
 def measure_world(s: ScaleSettings, nproc: int, entry: list[str], workdir: Path) -> dict:
     """One torchrun launch; a failure is a point with status 'failed' and the rank that died."""
     world = nproc * s.nnodes
@@ -116,9 +125,8 @@ def measure_world(s: ScaleSettings, nproc: int, entry: list[str], workdir: Path)
         return point
     if proc.returncode != 0:
         who = failed_rank(proc.stderr)
-        last = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:] or ["(no output)"]
         point.update(status="failed", error=f"world size {world}: torchrun exited {proc.returncode}"
-                     + (f"; {who} failed first" if who else "") + f": {last[0][:300]}")
+                     + (f"; {who} failed first" if who else "") + f": {worker_error(proc.stderr)[:300]}")
         return point
     if not result.exists():  # another node held global rank 0 and wrote the figures there
         point.update(status="elsewhere", error="global rank 0 ran on another node, which holds the figures")
@@ -145,7 +153,8 @@ def analyse(points: list[dict], s: ScaleSettings) -> dict:
     if link is None:
         biggest = next((p for p in reversed(ok) if p["_raw"].get("allreduce")), None)
         if biggest is None:
-            why = "no all-reduce was measured (one rank only): pass --link-bandwidth-gbs and --link-latency-us"
+            why = ("no world size of 2 or more was measured, so no all-reduce: pass --link-from, or "
+                   "--link-bandwidth-gbs and --link-latency-us")
         else:
             try:
                 link = scale_model.fit_link(biggest["world_size"], [(r["bytes"], r["seconds"])

@@ -5,7 +5,8 @@ all three alike: ``steps`` ordinary data-parallel steps (DDP, gradients all-redu
 steps under ``DistributedDataParallel.no_sync`` (the same compute, no communication) and
 ``steps`` all-reduces of one flat buffer of the gradients' size (the communication alone).
 A block is timed on each rank between a barrier and a device synchronisation; the slowest
-rank's time counts, since it gates the step. Rank 0 writes the result file atomically.
+rank's time counts, since it gates the step. Each node's local rank 0 writes the same result file
+atomically (all ranks hold the gathered figures), so every node of a multi-node launch has them.
 
 With ``--allreduce-sizes`` the ranks also time all-reduces of several message sizes: the
 latency and bandwidth of the projection's ring model are fitted from those
@@ -55,6 +56,17 @@ def _block(fn, n: int, sync, barrier) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from trainmark.errors import UserError
+
+    try:
+        return _main(argv)
+    except UserError as exc:  # one line per rank, which the launching `trainmark scale` quotes
+        import os
+        print(f"trainmark scale (rank {os.environ.get('RANK', 0)}): error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if not args.only_allreduce and (not args.benchmark or not args.global_batch):
@@ -80,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         result.update(_measure_steps(args, dist, device, sync, barrier, torch, nn, resolve_precision))
     if sizes and dist.world > 1:
         result["allreduce"] = _measure_allreduce(sizes, args, dist, device, sync, barrier, torch, tdist)
-    if dist.is_main:
+    if dist.local_rank == 0:  # every node's first rank: the figures are gathered on all ranks, each node keeps them
         write_json_atomic(args.result, result)
     distributed.shutdown()
     return 0

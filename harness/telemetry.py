@@ -18,17 +18,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-FORMAT = "trainmark-telemetry/1"
-FILE_NAME = "telemetry.csv"
-DEFAULT_PERIOD_S = 1.0  # MLPerf Power samples at 1 Hz or faster
-GAP_S = 2.0             # a longer interval between rows is a gap (recorded; the checker reports it)
+from trainmark.format.telemetry import FILE_NAME, FORMAT, GAP_S, THROTTLE_MASK, throttle_names
 
-# NVML clocks-event ("throttle") reasons that slow the GPU down; idle, application clocks,
-# sync boost and display clock are not throttling (nvml.h, nvmlClocksEventReason*).
-NVML_THROTTLE = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal_slowdown",
-                 0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown"}
-THROTTLE_MASK = sum(NVML_THROTTLE)
-COLUMN = re.compile(r"[A-Za-z0-9_.+-]{1,80}")
+DEFAULT_PERIOD_S = 1.0  # MLPerf Power samples at 1 Hz or faster
 
 
 def parse_hz(text: str) -> float:
@@ -42,10 +34,6 @@ def parse_hz(text: str) -> float:
     if hz != 0 and not 1 <= hz <= 100:
         raise argparse.ArgumentTypeError(f"{text}: use 0 (off) or 1 to 100 samples per second")
     return hz
-
-
-def throttle_names(bits: int) -> list[str]:
-    return [name for bit, name in NVML_THROTTLE.items() if bits & bit]
 
 
 class Source(Protocol):

@@ -46,6 +46,8 @@ def register(subparsers) -> None:
     p.add_argument("path", type=Path, metavar="FOLDER", help="a result folder or archive, as `trainmark check` takes")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (default: standard output)")
     p.add_argument("--format", choices=("html", "md"), default="html", help="html (default) or md for a CI comment")
+    p.add_argument("--sweep", type=Path, action="append", default=[], metavar="SWEEP_JSON",
+                   help="add the plots of a `trainmark sweep` result (its sweep.json); repeatable")
     _common(p)
     p.set_defaults(func=run_report)
 
@@ -74,13 +76,16 @@ def register(subparsers) -> None:
 def run_report(args) -> int:
     from trainmark.report.collect import collect
 
+    from trainmark.report.sweeps import load_sweep
+
+    sweeps = [load_sweep(p) for p in args.sweep]   # bad files fail before the long check
     data = collect(args.path, _check_options(args))
     if args.format == "md":
         from trainmark.report.markdown import render_markdown
         text = render_markdown(data)
     else:
         from trainmark.report.page import render_html
-        text = render_html(data)
+        text = render_html(data, sweeps)
     _emit(text, args.output)
     if args.output is not None:
         print(f"wrote {args.output} ({len(text.encode('utf-8')):,} bytes); check: "

@@ -24,10 +24,10 @@ from trainmark.checker.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, Unsaf
 class CurvePoint:
     epoch: int
     metric: float
-    train_s: float               # training time up to the end of this epoch's training window, evaluation excluded
+    train_s: float               # training time before this evaluation began, earlier evaluations excluded
     total_s: float               # time since run_start at the end of this evaluation, evaluation included
     eval_s: float                # this evaluation window
-    train_energy_j: float | None = None   # energy up to the end of this epoch's training window, evaluation excluded
+    train_energy_j: float | None = None   # energy before this evaluation began, earlier evaluations excluded
 
 
 @dataclass

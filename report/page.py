@@ -13,6 +13,7 @@ from html import escape
 from trainmark import __version__
 from trainmark.report import plots
 from trainmark.report.collect import BenchmarkView, ReportData, system_of
+from trainmark.report.fmt import num
 from trainmark.report.summary import (BENCHMARK_COLUMNS, FINDING_COLUMNS, TRIAL_COLUMNS, benchmark_row,
                                       finding_row, loose_findings, trial_row)
 
@@ -118,7 +119,26 @@ def _benchmark(data: ReportData, view: BenchmarkView, index: int, numbers) -> st
     return "".join(parts)
 
 
-def render_html(data: ReportData) -> str:
+def _sweeps(sweeps: list[dict], numbers) -> str:
+    from trainmark.report.sweeps import SERIES, sweep_svgs
+
+    parts = ["<section><h2>Sweeps</h2>"]
+    for sweep in sweeps:
+        parts.append(f"<h3>{escape(sweep['benchmark'])} (<code>{escape(sweep['file'])}</code>)</h3>")
+        if not sweep["points"]:
+            parts.append('<div class="missing" role="note">No measured point in this sweep.</div>')
+            continue
+        for kind, svg in sweep_svgs(sweep):
+            parts.append(_figure(svg, kind, f"{kind[6:].replace('_', ' ')} against the batch size, one line per "
+                                 "precision (measured points only).", numbers))
+        parts.append(_table(["precision", "batch size"] + [label for _, label in SERIES],
+                            [[p["precision"], str(p["batch_size"])] + [num(p[k]) for k, _ in SERIES]
+                             for p in sweep["points"]]))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render_html(data: ReportData, sweeps: list[dict] | None = None) -> str:
     numbers = itertools.count(1)   # figure numbers: each figure's SVG ids get its own prefix
     rep = data.report
     verdict = "PASS" if rep["passed"] else "FAIL"
@@ -134,6 +154,8 @@ def render_html(data: ReportData) -> str:
     if rep["notes"]:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in rep["notes"]) + "</ul>")
     body += [_benchmark(data, v, i, numbers) for i, v in enumerate(data.benchmarks, start=1)]
+    if sweeps:
+        body.append(_sweeps(sweeps, numbers))
     loose = loose_findings(data)
     if loose:
         body.append("<h2>Other findings</h2>" + _findings(loose))

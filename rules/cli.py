@@ -31,7 +31,7 @@ def register(sub) -> None:
                    help="write the rules as JSON to FILE ('-' or no FILE: standard output)")
     _version_args(p)
     p.set_defaults(func=cmd_show)
-    p = rsub.add_parser("docs", help="write docs/rules.md from the rule files")
+    p = rsub.add_parser("docs", help="write docs/rules.md from the rule files and the finding-code table of docs/checker.md from the catalogue")
     p.add_argument("--output", type=Path, default=None, metavar="FILE",
                    help="where to write (default: docs/rules.md beside the package's rules/, wherever the "
                         "command is run from)")
@@ -120,6 +120,12 @@ def cmd_docs(args) -> int:
     write_output(output, render_markdown(args.rules_version, args.rules_dir), "--output")
     if str(output) != "-":
         print(f"wrote {output}")
+    if args.output is None:  # the package's own docs: the finding-code table too
+        from trainmark.checker import catalog_docs
+
+        checker_md = catalog_docs.default_path()
+        write_output(checker_md, catalog_docs.updated(checker_md.read_text(encoding="utf-8")), "--output")
+        print(f"wrote the finding-code table of {checker_md}")
     return 0
 
 

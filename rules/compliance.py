@@ -18,13 +18,14 @@ from typing import Any
 
 import yaml
 
+from trainmark.format import labels, mllog
 from trainmark.rules.ruleset import BenchmarkRules
 
-ENERGY_METHODS = ["measured-counter", "measured-power", "estimated", "unavailable"]
-TRIAL_STATUSES = ["converged", "not_converged", "diverged", "aborted", "crashed"]
-TRIAL_RESULT_FIELDS = ["status", "epochs", "train_time_s", "total_time_s", "eval_time_s", "init_time_s",
-                       "train_energy_j", "total_energy_j", "energy_method", "final_metric"]
-PRECISIONS = {"fp32": ["fp32"], "amp": ["amp-bf16", "amp-fp16"]}
+# The allowed values come from the result format, spelled once (trainmark.format).
+ENERGY_METHODS = labels.ENERGY_METHODS
+TRIAL_STATUSES = labels.TRIAL_STATUSES
+TRIAL_RESULT_FIELDS = mllog.TRIAL_RESULT_FIELDS
+PRECISIONS = {family: list(values) for family, values in labels.PRECISIONS.items()}
 
 # Occurrence failures ("Required EXACTLY_ONE occurrence of 'seed'") name a key, not a
 # test: these keys report under their own rule id instead of MLLOG-002.

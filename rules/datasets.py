@@ -87,7 +87,7 @@ def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
     from trainmark.errors import UserError
 
     files = rules.dataset["files"]
-    if not os.path.lexists(folder):
+    if (files or "listing" in rules.dataset) and not os.path.lexists(folder):
         raise UserError(not_found_message(rules, Path(folder)))
     problems = verify_listing(rules.dataset["listing"], folder) if "listing" in rules.dataset else []
     for name, expected in files.items():

@@ -34,7 +34,7 @@ def rules_copy(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def clean_submission(tmp_path_factory) -> Path:
     """A clean synthetic resnet-mini submission (closed division), written once per test session."""
-    from trainmark.checker import synthetic
+    import synthetic
     from trainmark.rules import get_rules
 
     root = tmp_path_factory.mktemp("clean")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import archive, synthetic
+import synthetic
+from trainmark.checker import archive
 from trainmark.checker.archive import ArchiveLimits
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.findings import Findings

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.catalog import RULES as RULE_IDS
 from trainmark.checker.render import CSV_COLUMNS
 from trainmark.checker.report import REPORT_SCHEMA
@@ -112,3 +112,11 @@ def test_docs_list_every_rule_and_the_schema_version():
     for rule in RULE_IDS.values():
         assert f"| `{rule.id}` | {rule.severity} |" in text
     assert "trainmark-check/1" in text
+
+
+def test_the_finding_code_table_is_generated_from_the_catalogue():
+    """docs/checker.md's table is `trainmark rules docs` output: stale means someone edited one side only."""
+    from trainmark.checker import catalog_docs
+
+    text = DOCS.read_text(encoding="utf-8")
+    assert catalog_docs.updated(text) == text, "docs/checker.md is stale: run `trainmark rules docs`"

@@ -9,10 +9,10 @@ import torch
 from safetensors.torch import save_file
 from torchvision.ops import MLP
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.conformity import ReferenceStructures
-from trainmark.harness import structure
+from trainmark.format import structure
 from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.catalog import RULES as RULE_IDS
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.engine import run_engine

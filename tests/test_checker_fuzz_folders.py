@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.findings import MAX_PER_RULE_AND_FILE
 from trainmark.checker.report import REPORT_SCHEMA
 from trainmark.cli import main

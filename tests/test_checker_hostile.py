@@ -7,7 +7,8 @@ import pickle
 import pytest
 import torch
 
-from trainmark.checker import safefs, synthetic
+import synthetic
+from trainmark.checker import safefs
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.safefs import SafeTree, UnsafeEntry
 from trainmark.checker.safetensors_header import MAX_HEADER

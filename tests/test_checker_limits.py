@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import benchmark_check, mllog_read, synthetic
+import synthetic
+from trainmark.checker import benchmark_check, mllog_read
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.findings import MAX_PER_RULE_AND_FILE, MAX_PER_RULE_AND_FOLDER, Findings, printable
 from trainmark.checker.mllog_read import read_events

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.rules import get_rules
 

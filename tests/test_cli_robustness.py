@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.cli import build_parser, main
 from trainmark.reference import registry
 from trainmark.rules import get_rules
@@ -297,3 +297,85 @@ def test_sigterm_removes_the_checkers_temporary_folder(tree, tmp_path):
         proc.kill()
     assert code in (0, 130)  # 0: the check finished before the signal arrived
     assert not [p for p in tmp.iterdir() if p.name.startswith("trainmark-check-")]
+
+
+def test_no_empty_torchinductor_folder_is_left_behind(tmp_path):
+    """Building a reference imports torch._dynamo, which creates $TMPDIR/torchinductor_<user> at import."""
+    for preexisting in (False, True):
+        tmp = tmp_path / f"tmp{preexisting}"
+        tmp.mkdir()
+        if preexisting:  # someone's real cache: never touched
+            (tmp / "keep").mkdir()
+        code = ("import os, sys; from trainmark.cli import main; from trainmark.leftovers import inductor_cache_dir; "
+                "from trainmark.reference import registry; main(['list', '--json', os.devnull]); "
+                "registry.get('resnet-mini').build_model(); "
+                "assert os.path.isdir(inductor_cache_dir()), 'torch no longer creates it: drop trainmark.leftovers'; "
+                "print(inductor_cache_dir())")
+        env = {**os.environ, "TMPDIR": str(tmp)}
+        env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        if preexisting:
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp / "keep")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        left = sorted(p.name for p in tmp.iterdir())
+        assert left == (["keep"] if preexisting else []), left
+
+
+def test_disk_full_during_a_run_is_one_line(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from trainmark.harness import run as run_module
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "x"))
+    monkeypatch.setattr(run_module, "write_json_atomic", full)
+    code = main(["run", "tiny-test", "--rules-dir", str(TEST_RULES), "--out", str(tmp_path / "out"), "--quiet",
+                 "--trials", "1"])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err and "No space left on device" in err, err
+
+
+def test_disk_full_writing_the_csv_is_one_line(tree, tmp_path, capsys, monkeypatch):
+    import errno
+
+    from trainmark.harness import files
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(files, "write_text_atomic", full)
+    code, out, err = check(capsys, tree, "--csv", tmp_path / "s.csv", "--quiet")
+    assert code == 2 and err.count("\n") == 1 and "No space left on device" in err
+    assert not (tmp_path / "s.csv").exists()  # no empty file left behind
+
+
+def test_an_output_flag_never_replaces_a_device(tree, capsys):
+    code, out, err = check(capsys, tree, "--json", "/dev/null")
+    assert code == 2 and "not a regular file" in err and os.path.exists("/dev/null")
+    assert not os.path.isfile("/dev/null")
+
+
+def test_batch_size_above_the_training_set_is_refused(tmp_path, capsys):
+    code = main(["run", "tiny-test", "--rules-dir", str(TEST_RULES), "--out", str(tmp_path / "out"), "--quiet",
+                 "--division", "open", "--batch-size", "100000"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "larger than the" in err, err
+    assert not list((tmp_path / "out").rglob("result_*.txt"))
+
+
+def test_progress_goes_to_a_terminal_only():
+    from rich.console import Console
+
+    from trainmark.checker.progress import progress_for
+    with progress_for(quiet=False, console=Console(file=io.StringIO())) as progress:
+        assert progress is None  # not a terminal: a pipe or CI log gets no bar
+    with progress_for(quiet=True, console=Console(file=io.StringIO(), force_terminal=True)) as progress:
+        assert progress is None
+    shown = io.StringIO()
+    with progress_for(quiet=False, console=Console(file=shown, force_terminal=True, width=100)) as progress:
+        progress(3, 7, "closed/acme/results/\x1b[2Jsys")
+    assert "3/7" in shown.getvalue() and "\x1b[2J" not in shown.getvalue()
+
+
+def test_check_table_shows_the_olympic_total(tree, capsys):
+    code, out, _ = check(capsys, tree)
+    assert code == 0 and "olympic total s" in out

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
 from trainmark.errors import UserError
@@ -112,3 +112,18 @@ def test_an_archive_compares_like_its_folder(base, slower, tmp_path, capsys):
     assert main(["compare", str(tgz), str(slower), "--threshold", "0.1", "--json", "--rules-dir", str(TEST_RULES)]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["base"] == str(tgz.resolve()) and out["regressed"] == ["tiny-test"]
+
+
+MLPERF = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"
+
+
+@pytest.mark.skipif(not MLPERF.is_dir(), reason=f"no MLPerf fixture at {MLPERF}")
+def test_mlperf_runs_compare_in_seconds():
+    system = MLPERF / "Dell" / "results" / "XE8640x4H100-SXM-80GB"
+    rep = check_path(system).to_dict()
+    result = compare_reports(rep, rep)
+    assert [r["benchmark"] for r in result["benchmarks"]] == ["gnn", "resnet"]
+    for row, bench in zip(result["benchmarks"], sorted(rep["benchmarks"], key=lambda b: b["benchmark"])):
+        assert row["verdict"] == "no significant change" and row["score_ratio"] == 1.0
+        assert row["base_score_s"] == pytest.approx(bench["score"]["score_minutes"] * 60)
+        assert row["energy_ratio"] is None and "MLPerf" in row["energy_reason"]

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.catalog import RULES as RULE_IDS
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.rules import compliance, get_rules

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.curve_check import band_for, outside
 from trainmark.rules import get_rules

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TEST_RULES
 from trainmark.cli import main
-from trainmark.harness import epochlog
+from trainmark.format import epochlog
 from trainmark.reference.fashion_mnist import resolve_dir
 
 pytestmark = pytest.mark.skipif(not resolve_dir(None).is_dir(),

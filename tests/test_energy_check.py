@@ -7,7 +7,8 @@ import pytest
 
 from conftest import TEST_RULES, TinyTest
 from energy_fakes import FakeNVML, add_uj, make_powercap
-from trainmark.checker import synthetic, telemetry_check
+import synthetic
+from trainmark.checker import telemetry_check
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.findings import Findings
 from trainmark.checker.mllog_read import Event

@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from trainmark.harness import epochlog
+from trainmark.format import epochlog
 
 
 def test_line_is_exactly_the_documented_format():

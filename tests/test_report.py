@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions
 from trainmark.checker.mllog_read import read_events
 from trainmark.checker.findings import Findings
@@ -137,3 +137,33 @@ def test_an_archive_is_reported_like_its_folder(clean_submission, tmp_path):
     refused = collect(tmp_path / "bad.tar.gz", TINY)
     assert refused.benchmarks == [] and not refused.report["passed"]
     assert "No benchmark result could be read" in render_html(refused)
+
+
+def sweep_file(tmp_path: Path) -> Path:
+    points = [{"status": "ok", "precision": "fp32", "precision_used": "fp32", "batch_size": b, "samples_per_s": s,
+               "tflops": s * 1e-4, "j_per_sample": None} for b, s in ((32, 900.0), (64, 1500.0), (128, 1700.0))]
+    points += [{"status": "ok", "precision": "amp", "precision_used": "amp-bf16", "batch_size": 64,
+                "samples_per_s": 2100.0, "tflops": 0.21, "j_per_sample": None},
+               {"status": "oom", "precision": "fp32", "batch_size": 256, "samples_per_s": None}]
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"format": "trainmark-sweep/1", "benchmark": "tiny-test", "points": points}))
+    return path
+
+
+def test_sweep_plots_are_added_and_bad_sweep_files_refused(tmp_path, capsys):
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    synthetic.write_submission(tmp_path / "s", rules, registry.get("tiny-test").build_model())
+    out = tmp_path / "r.html"
+    args = ["report", str(tmp_path / "s"), "-o", str(out), "--rules-dir", str(TEST_RULES)]
+    assert main([*args, "--sweep", str(sweep_file(tmp_path))]) == 0
+    capsys.readouterr()
+    html = out.read_text(encoding="utf-8")
+    # throughput and TFLOPS drawn (one line per precision); no energy was measured, so no J/sample figure
+    assert 'data-kind="sweep-samples_per_s"' in html and 'data-kind="sweep-tflops"' in html
+    assert 'data-kind="sweep-j_per_sample"' not in html
+    assert html.count("-data-sweep-samples_per_s-") == 2 and "amp-bf16" in html
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something else", "points": []}')
+    assert main([*args, "--sweep", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not a sweep result" in err and err.count("\n") == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions
 from trainmark.report.collect import collect
 from trainmark.report.page import render_html
@@ -109,12 +109,16 @@ def test_synthetic_report_with_energy_and_a_missed_target(browser, tmp_path):
     plans[1] = synthetic.TrialPlan(seed=4242, metrics=[0.80, 0.85, 0.86], epoch_s=20.0)   # never reaches 0.91
     synthetic.write_submission(tmp_path / "sub", rules, synthetic.tiny_reference_model(), plans=plans)
     data = collect(tmp_path / "sub", TINY)
+    sweep = {"file": "sweep.json", "benchmark": "resnet-mini", "points": [
+        {"precision": "fp32", "batch_size": b, "samples_per_s": 10.0 * b, "tflops": 0.01 * b, "j_per_sample": 2.0}
+        for b in (32, 64, 128)]}
     page_file = tmp_path / "report.html"
-    page_file.write_text(render_html(data), encoding="utf-8")
+    page_file.write_text(render_html(data, [sweep]), encoding="utf-8")
     page = open_page(browser, page_file)
     assert_clean(page)
     kinds = [f["kind"] for f in page["figures"]]
-    assert kinds == ["metric-time", "metric-epoch", "time", "energy"]
+    assert kinds == ["metric-time", "metric-epoch", "time", "energy", "sweep-samples_per_s", "sweep-tflops",
+                     "sweep-j_per_sample"]
     energy = page["figures"][3]
     assert energy["series"] == 2 * len(plans)  # a training and an evaluation bar per trial
     text = browser.find_element("tag name", "body").text

@@ -8,7 +8,7 @@ from test_trial_loop import bench_dir, run_tiny
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
 from trainmark.errors import UserError
-from trainmark.harness import epochlog
+from trainmark.format import epochlog
 
 from conftest import TEST_RULES
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trainmark
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.compliance_configs import MLPERF_CONFIG_DIR
 from trainmark.rules import get_rules

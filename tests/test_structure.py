@@ -1,7 +1,7 @@
 import torch
 from torch import nn
 
-from trainmark.harness import structure
+from trainmark.format import structure
 from trainmark.reference import registry
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import synthetic
+import synthetic
 from trainmark.checker.check import CheckOptions
 from trainmark.cli import main
 from trainmark.reference import registry

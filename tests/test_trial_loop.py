@@ -7,7 +7,7 @@ import torch
 
 from conftest import TEST_RULES, TinyTest
 from trainmark.errors import UserError
-from trainmark.harness import epochlog
+from trainmark.format import epochlog
 from trainmark.harness.distributed import Dist
 from trainmark.harness.mllogger import TrialLog
 from trainmark.harness.monitor import Monitor

@@ -66,3 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"trainmark {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # the environment, not a bug: disk full, a folder not writable, a path too long
+        from trainmark.outputs import os_error_line
+
+        print(f"trainmark {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        return 2

@@ -36,6 +36,8 @@ def ensure_writable(dest: Any, flag: str) -> None:
             raise UserError(f"{flag} {path}: is a folder, not a file")
         if not parent.is_dir():
             raise UserError(f"{flag} {path}: the folder {parent} does not exist")
+        if path.exists() and not path.is_file():  # never replace a device, FIFO or socket
+            raise UserError(f"{flag} {path}: not a regular file")
         if path.exists() and not os.access(path, os.W_OK):
             raise UserError(f"{flag} {path}: not writable")
         with tempfile.TemporaryFile(dir=parent):  # access() says yes to root even on /proc: try it
@@ -93,3 +95,13 @@ def table_console(stderr: bool = False):
     if not console.is_terminal:
         console = Console(stderr=stderr, width=max(console.width, 240), soft_wrap=True)
     return console
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error: what failed, on which file, and the errno name."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    what = exc.strerror or str(exc)
+    where = " ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    return f"{what}" + (f" ({name})" if name else "") + (f": {where}" if where else "")

@@ -1,22 +1,22 @@
 """Write synthetic, rule-abiding result folders as docs/result-format.md describes them.
 
-For the checker's tests and speed benchmark: they need clean folders of any size
-without training anything, then break one thing at a time. The MLLOG files are written
-with mlperf-logging's own ``MLLogger`` (one logger with one file handler per trial,
-explicit ``time_ms``), the text log with ``epochlog.format_line``, the weights with
-``safetensors.torch.save_file`` and the structure with ``structure.describe``.
+Test-only code (and the checker's speed benchmark): the tests need clean folders of any size
+without training anything, then break one thing at a time. Everything is written through the
+result format's own writers (trainmark.format): the MLLOG with ``mllog.TrialLogWriter``, the
+text log with ``epochlog.format_line``, the structure with ``structure.describe``, the names
+from ``layout``; the weights with ``safetensors.torch.save_file``.
 """
 from __future__ import annotations
 
-import itertools
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainmark.format import epochlog, layout, mllog, structure
+from trainmark.format.labels import EnergyMethod, TrialStatus, run_stop_status
+
 START_S = 1_790_000_000.0   # 2026-09-21, a fixed clock so that folders are reproducible
-_counter = itertools.count()
 
 
 @dataclass
@@ -52,87 +52,60 @@ def default_plans(rules, count: int | None = None) -> list[TrialPlan]:
     return plans
 
 
-def _mllogger(path: Path):
-    from mlperf_logging.mllog.mllog import MLLogger
-
-    logger = logging.getLogger(f"trainmark.synthetic.{next(_counter)}")
-    logger.propagate = False
-    logger.setLevel(logging.INFO)
-    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(handler)
-    return MLLogger(logger=logger), logger, handler
-
-
 def write_trial_log(path: Path, k: int, plan: TrialPlan, rules, *, division: str, submitter: str, system: str,
                     structure_desc: dict, start_ms: int) -> list[tuple[float, int, float]]:
     """Write result_<k>.txt; returns (eval_stop_ms, epoch, metric) per epoch for epochs.log."""
-    from mlperf_logging.mllog import constants as c
-
-    ml, logger, handler = _mllogger(path)
+    log = mllog.TrialLogWriter(path, mode="w")
     t = start_ms
-    point = lambda key, value, meta=None: ml.event(key, value, metadata=meta, time_ms=t)  # noqa: E731
+    measured = plan.train_energy_j is not None
+    method = (EnergyMethod.MEASURED_COUNTER if measured else EnergyMethod.UNAVAILABLE).value
     try:
-        for key, value in (("submission_benchmark", rules.name), ("submission_division", division),
-                           ("submission_org", submitter), ("submission_platform", system),
-                           ("submission_status", "onprem"), ("trainmark_rules_version", rules.version),
-                           ("trainmark_trial", k), ("cache_clear", True)):
-            point(key, value)
-        ml.start(c.INIT_START, time_ms=t)
-        point("seed", plan.seed)
-        for key, value in rules.defaults().items():
-            point(key, value)
-        for key, value in (("train_samples", 60000), ("eval_samples", 10000), ("trainmark_precision", "fp32"),
-                           ("trainmark_model_fingerprint", structure_desc["fingerprint"]),
-                           ("trainmark_parameter_count", structure_desc["parameter_count"]),
-                           ("trainmark_flops_per_step", 123456789),
-                           ("trainmark_energy_method", "measured-counter" if plan.train_energy_j is not None
-                            else "unavailable")):
-            point(key, value)
+        log.header(t, benchmark=rules.name, division=division, org=submitter, platform=system,
+                   rules_version=rules.version, trial=k)
+        log.boundary(mllog.INIT_START, t, metered=False)
+        log.settings([(mllog.SEED, plan.seed), *rules.defaults().items(),
+                      (mllog.TRAIN_SAMPLES, 60000), (mllog.EVAL_SAMPLES, 10000), (mllog.PRECISION, "fp32"),
+                      (mllog.MODEL_FINGERPRINT, structure_desc["fingerprint"]),
+                      (mllog.PARAMETER_COUNT, structure_desc["parameter_count"]),
+                      (mllog.FLOPS_PER_STEP, 123456789), (mllog.ENERGY_METHOD, method)], t)
         t += 2000
-        ml.end(c.INIT_STOP, time_ms=t)
+        log.boundary(mllog.INIT_STOP, t, metered=False)
         t += 100
         run_start = t
-        measured = plan.train_energy_j is not None
         j = 0.0 if measured else None  # the meter's cumulative reading, as the harness logs it
-        ml.start(c.RUN_START, metadata={"trainmark_energy_j": j}, time_ms=t)
+        log.boundary(mllog.RUN_START, t, energy_j=j)
         evals = []
         for e, metric in enumerate(plan.metrics, start=1):
-            ml.start(c.EPOCH_START, metadata={"epoch_num": e, "trainmark_energy_j": j}, time_ms=t)
+            log.boundary(mllog.EPOCH_START, t, epoch=e, energy_j=j)
             t += int(plan.epoch_s * 1000)
             j = j + plan.train_energy_j if measured else None
-            ml.end(c.EPOCH_STOP, metadata={"epoch_num": e, "trainmark_energy_j": j,
-                                           "trainmark_train_energy_j": plan.train_energy_j,
-                                           "trainmark_samples": 60000}, time_ms=t)
-            ml.start(c.EVAL_START, metadata={"epoch_num": e, "trainmark_energy_j": j}, time_ms=t)
+            log.boundary(mllog.EPOCH_STOP, t, epoch=e, energy_j=j,
+                         fields={mllog.TRAIN_ENERGY_J: plan.train_energy_j, mllog.SAMPLES: 60000})
+            log.boundary(mllog.EVAL_START, t, epoch=e, energy_j=j)
             t += int(plan.eval_s * 1000)
-            ml.event(c.EVAL_ACCURACY, metric, metadata={"epoch_num": e}, time_ms=t - 1)
+            log.eval_accuracy(t - 1, e, metric)
             j = j + (plan.eval_energy_j or 0.0) if measured else None
-            ml.end(c.EVAL_STOP, metadata={"epoch_num": e, "trainmark_energy_j": j,
-                                          "trainmark_eval_energy_j": plan.eval_energy_j}, time_ms=t)
+            log.boundary(mllog.EVAL_STOP, t, epoch=e, energy_j=j, fields={mllog.EVAL_ENERGY_J: plan.eval_energy_j})
             evals.append((t, e, metric))
         t += 5
-        converged = rules.reached(plan.metrics[-1])
+        status = (TrialStatus.CONVERGED if rules.reached(plan.metrics[-1]) else TrialStatus.NOT_CONVERGED).value
         n = len(plan.metrics)
         train_energy = None if plan.train_energy_j is None else plan.train_energy_j * n
         eval_time = plan.eval_s * n
         summary = {
-            "status": "converged" if converged else "not_converged", "epochs": n,
+            "status": status, "epochs": n,
             "train_time_s": (t - run_start) / 1000 - eval_time, "total_time_s": (t - run_start) / 1000,
             "eval_time_s": eval_time, "init_time_s": 2.0, "train_energy_j": train_energy,
             "total_energy_j": None if train_energy is None else train_energy + (plan.eval_energy_j or 0.0) * n,
-            "energy_method": "measured-counter" if plan.train_energy_j is not None else "unavailable",
-            "energy_reason": "" if plan.train_energy_j is not None else "no energy counter",
+            "energy_method": method, "energy_reason": "" if measured else "no energy counter",
             "train_samples_per_s": 60000 / plan.epoch_s, "achieved_tflops": None,
             "final_metric": plan.metrics[-1],
         }
-        point("trainmark_trial_result", summary)
-        ml.end(c.RUN_STOP, metadata={"status": "success" if converged else "aborted", "trainmark_energy_j": j},
-               time_ms=t)
+        log.trial_result(t, summary)
+        log.boundary(mllog.RUN_STOP, t, status=run_stop_status(status), energy_j=j)
         return evals
     finally:
-        logger.removeHandler(handler)
-        handler.close()
+        log.close()
 
 
 def write_benchmark_folder(folder: Path, rules, model, *, division: str = "closed", submitter: str = "acme",
@@ -141,8 +114,6 @@ def write_benchmark_folder(folder: Path, rules, model, *, division: str = "close
     """One benchmark folder: epochs.log, result_<k>.txt and trial_<k>/ for every plan."""
     from safetensors.torch import save_file
 
-    from trainmark.harness import epochlog, structure
-
     plans = plans if plans is not None else default_plans(rules)
     desc = structure_desc or structure.describe(model)
     folder.mkdir(parents=True, exist_ok=True)
@@ -150,26 +121,25 @@ def write_benchmark_folder(folder: Path, rules, model, *, division: str = "close
     lines = []
     start_ms = int(start_s * 1000)
     for k, plan in enumerate(plans, start=1):
-        evals = write_trial_log(folder / f"result_{k}.txt", k, plan, rules, division=division, submitter=submitter,
+        evals = write_trial_log(folder / layout.result_file(k), k, plan, rules, division=division, submitter=submitter,
                                 system=system, structure_desc=desc, start_ms=start_ms)
         lines += [epochlog.format_line(stop_ms / 1000, k, e, metric) for stop_ms, e, metric in evals]
-        trial_dir = folder / f"trial_{k}"
+        trial_dir = folder / layout.trial_dir(k)
         trial_dir.mkdir(exist_ok=True)
-        save_file(weights, str(trial_dir / "model.safetensors"))
-        (trial_dir / "structure.json").write_text(json.dumps(desc, indent=1) + "\n", encoding="utf-8")
-        (trial_dir / "trial.json").write_text(json.dumps(trial_summary(folder / f"result_{k}.txt", rules, k, plan,
+        save_file(weights, str(trial_dir / layout.MODEL_FILE))
+        (trial_dir / layout.STRUCTURE_FILE).write_text(json.dumps(desc, indent=1) + "\n", encoding="utf-8")
+        (trial_dir / layout.TRIAL_JSON).write_text(json.dumps(trial_summary(folder / layout.result_file(k), rules, k, plan,
                                                                        division, submitter, system)) + "\n",
                                               encoding="utf-8")
         start_ms = evals[-1][0] + 600_000
-    (folder / "epochs.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    (folder / layout.EPOCHS_LOG).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return plans
 
 
 def trial_summary(result: Path, rules, k: int, plan: TrialPlan, division: str, submitter: str,
                   system: str) -> dict[str, Any]:
     """trial.json as the harness writes it: the logged summary plus the run's settings."""
-    logged = next(json.loads(line.split(":::MLLOG ", 1)[1])["value"] for line in
-                  result.read_text(encoding="utf-8").splitlines() if '"key": "trainmark_trial_result"' in line)
+    logged = mllog.first_value(mllog.read(result), mllog.TRIAL_RESULT)
     return {"format_version": 1, "benchmark": rules.name, "rules_version": rules.version, "division": division,
             "submitter": submitter, "system_name": system, "precision": "fp32", "precision_used": "fp32",
             "hparams": rules.defaults(), "trial": k, "seed": plan.seed, **logged,
@@ -186,15 +156,13 @@ def system_description(system: str, submitter: str, division: str) -> dict[str, 
 def write_submission(root: Path, rules, model, *, division: str = "closed", submitter: str = "acme",
                      systems: tuple[str, ...] = ("sys1",), plans: list[TrialPlan] | None = None) -> Path:
     """``root/<division>/<submitter>/`` with one system description and benchmark folder per system."""
-    from trainmark.harness import structure
-
     sub = Path(root) / division / submitter
-    (sub / "systems").mkdir(parents=True, exist_ok=True)
+    (sub / layout.SYSTEMS_DIR).mkdir(parents=True, exist_ok=True)
     desc = structure.describe(model)
     for i, system in enumerate(systems):
-        (sub / "systems" / f"{system}.json").write_text(
+        (sub / layout.SYSTEMS_DIR / layout.system_file(system)).write_text(
             json.dumps(system_description(system, submitter, division), indent=2) + "\n", encoding="utf-8")
-        write_benchmark_folder(sub / "results" / system / rules.name, rules, model, division=division,
+        write_benchmark_folder(sub / layout.RESULTS_DIR / system / rules.name, rules, model, division=division,
                                submitter=submitter, system=system, plans=plans, structure_desc=desc,
                                start_s=START_S + 86400 * i)
     return sub
@@ -203,11 +171,7 @@ def write_submission(root: Path, rules, model, *, division: str = "closed", subm
 # -- breaking a folder one thing at a time (tests) --------------------------------------
 def mllog_lines_of(path: Path, key: str) -> list[int]:
     """1-based lines of ``path`` whose MLLOG record has ``key``."""
-    out = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), start=1):
-        if line.startswith(":::MLLOG ") and json.loads(line[9:]).get("key") == key:
-            out.append(number)
-    return out
+    return [r.line for r in mllog.read(path) if r.key == key]
 
 
 def edit_mllog(path: Path, key: str, change, nth: int = 0) -> int:
@@ -215,12 +179,12 @@ def edit_mllog(path: Path, key: str, change, nth: int = 0) -> int:
     line); returns the line's 1-based number."""
     lines = Path(path).read_text(encoding="utf-8").split("\n")
     number = mllog_lines_of(path, key)[nth]
-    record = json.loads(lines[number - 1][9:])
+    record = json.loads(lines[number - 1][len(mllog.PREFIX):])
     new = change(record)
     if new is None:
         del lines[number - 1]
     else:
-        lines[number - 1] = ":::MLLOG " + json.dumps(new)
+        lines[number - 1] = mllog.PREFIX + json.dumps(new)
     Path(path).write_text("\n".join(lines), encoding="utf-8")
     return number
 

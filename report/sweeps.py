@@ -1,0 +1,74 @@
+"""Sweep results (``trainmark sweep``'s ``sweep.json``) in the report: throughput, TFLOPS and energy per
+sample against the batch size, one line per precision.
+
+A sweep is not part of a result folder, so the user names its file (``trainmark report --sweep
+FILE``). It is read as data only: bounded, JSON, ``format`` checked, every number checked before it
+is drawn.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from trainmark.errors import UserError
+
+SWEEP_FORMAT = "trainmark-sweep/1"
+MAX_BYTES = 16 * 1024 * 1024
+SERIES = (("samples_per_s", "samples / s"), ("tflops", "achieved TFLOP/s"), ("j_per_sample", "J / sample"))
+
+
+def _num(x) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def load_sweep(path: Path) -> dict:
+    """The sweep's measured points, or a one-line UserError naming the file."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"--sweep {path}: cannot read it ({exc.strerror or exc})") from None
+    if len(raw) > MAX_BYTES:
+        raise UserError(f"--sweep {path}: larger than {MAX_BYTES} bytes; a sweep.json is a few KB")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise UserError(f"--sweep {path}: not UTF-8 JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != SWEEP_FORMAT or not isinstance(data.get("points"), list):
+        raise UserError(f"--sweep {path}: not a sweep result (expected format {SWEEP_FORMAT!r} with 'points'; "
+                        "write it with `trainmark sweep`)")
+    points = []
+    for p in data["points"]:
+        if isinstance(p, dict) and p.get("status") == "ok" and type(p.get("batch_size")) is int:
+            points.append({"precision": str(p.get("precision_used") or p.get("precision") or "?")[:40],
+                           "batch_size": p["batch_size"], **{k: _num(p.get(k)) for k, _ in SERIES}})
+    return {"file": str(path), "benchmark": str(data.get("benchmark") or "?")[:100], "points": points}
+
+
+def sweep_svgs(sweep: dict) -> list[tuple[str, str]]:
+    """(kind, svg) per measured quantity that has at least one point."""
+    import matplotlib
+
+    from trainmark.report.plots import _RC, _figure, _svg
+
+    out = []
+    precisions = sorted({p["precision"] for p in sweep["points"]})
+    for key, label in SERIES:
+        lines = {pr: sorted((p["batch_size"], p[key]) for p in sweep["points"]
+                            if p["precision"] == pr and p[key] is not None) for pr in precisions}
+        lines = {pr: s for pr, s in lines.items() if s}
+        if not lines:
+            continue
+        with matplotlib.rc_context(_RC):
+            fig, ax = _figure()
+            for i, (pr, s) in enumerate(lines.items(), start=1):
+                ax.plot([b for b, _ in s], [v for _, v in s], marker="o", markersize=3, label=pr,
+                        gid=f"data-sweep-{key}-{i}")
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("batch size")
+            ax.set_ylabel(label)
+            ax.legend(fontsize=7)
+            out.append((f"sweep-{key}", _svg(fig)))
+    return out

@@ -1,0 +1,25 @@
+"""Names the telemetry file ``trial_<k>/telemetry.csv`` shares between its writer and its checks.
+
+Written by trainmark.harness.telemetry, checked by trainmark.checker.telemetry_check (format and
+why: docs/energy.md): a header ``time_ms,<device>.<metric>,...`` then one row per sample.
+"""
+from __future__ import annotations
+
+import re
+
+from trainmark.format.layout import TELEMETRY_FILE
+
+FORMAT = "trainmark-telemetry/1"
+FILE_NAME = TELEMETRY_FILE
+GAP_S = 2.0             # a longer interval between rows is a gap (recorded; the checker reports it)
+COLUMN = re.compile(r"[A-Za-z0-9_.+-]{1,80}")
+
+# NVML clocks-event ("throttle") reasons that slow the GPU down; idle, application clocks,
+# sync boost and display clock are not throttling (nvml.h, nvmlClocksEventReason*).
+NVML_THROTTLE = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal_slowdown",
+                 0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown"}
+THROTTLE_MASK = sum(NVML_THROTTLE)
+
+
+def throttle_names(bits: int) -> list[str]:
+    return [name for bit, name in NVML_THROTTLE.items() if bits & bit]
