@@ -71,7 +71,8 @@ FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-
 def time_cli(args: list[str], expect: tuple[int, ...] = (0, 1)) -> float:
     """Wall seconds of one fresh process (start-up included)."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as cwd:  # mlperf-logging writes compliance_checker.log into the cwd
+        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd)
     seconds = time.perf_counter() - start
     if proc.returncode not in expect:
         raise SystemExit(f"{' '.join(args[:4])}... exited {proc.returncode}: {proc.stderr[-500:]}")

@@ -188,6 +188,10 @@ def _strict_lines(data: bytes, rel: str, findings: Findings):
             findings.add("MLLOG-001", rel, f"line {number} is not an MLLOG record", line=number,
                          expected=":::MLLOG {json}", seen=line)
             continue
+        if TOKEN in line[len(TOKEN):]:  # mlperf-logging would parse from the last one: a record inside a value
+            findings.add("MLLOG-001", rel, f"line {number} holds ':::MLLOG ' twice; mlperf-logging would read the "
+                         f"second as the record", line=number, expected="one ':::MLLOG ' per line", seen=line)
+            continue
         yield number, line
 
 

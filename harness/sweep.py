@@ -7,8 +7,9 @@ device-resident batch of the right shape made by the reference (``synthetic_batc
 device's limit with no input pipeline. Real data goes through the reference's own loader and
 ``to_device`` inside the timed loop.
 
-The step is the one ``trainmark run`` times (``trainmark.harness.trial``): same autocast,
-GradScaler, channels-last and optimizer, so a sweep point predicts a run's throughput.
+The step is the one ``trainmark run`` times: the framework seam's ``Trainer.step``
+(trainmark.harness.framework), with the same autocast, GradScaler, channels-last and optimizer,
+so a sweep point predicts a run's throughput.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class SweepSettings:
 
 def resolve_precision(device: torch.device, precision: str):
     """(autocast context factory, GradScaler or None, label), exactly as training runs use it."""
-    from trainmark.harness.trial import autocast_for
+    from trainmark.harness.framework import autocast_for
 
     if precision not in ("fp32", "amp"):
         raise ValueError(f"precision {precision!r}: use fp32 or amp")
@@ -64,38 +65,28 @@ def resolve_precision(device: torch.device, precision: str):
 
 
 class _Step:
-    """One model, optimizer and step function at one batch size and precision."""
+    """One trainer at one batch size and precision: the framework seam's training step, the one
+    ``trainmark run`` times, called with the next batch inside the allocator limit."""
 
     def __init__(self, ref, hp: dict, device: torch.device, batch_size: int, precision: str,
                  batches: Callable[[], Any], limit: Callable[[], Any] = contextlib.nullcontext):
-        self.hp = {**hp, "global_batch_size": batch_size}
-        self.limit = limit
-        self.ref, self.device = ref, device
-        self.model = ref.build_model().to(device)
-        if getattr(ref, "channels_last", False):
-            self.model = self.model.to(memory_format=torch.channels_last)
-        self.model.train()
-        self.optimizer, self.scheduler = ref.make_optimizer(self.model, self.hp, STEPS_PER_EPOCH_FOR_SCHEDULES)
-        self.autocast, self.scaler, self.label = resolve_precision(device, precision)
-        self.next_batch = batches
-        self.loss = None
+        from trainmark.harness.framework import PyTorchBackend
+
+        resolve_precision(device, precision)  # refuses a precision other than fp32 or amp
+        self.trainer = PyTorchBackend(device, precision).trainer(
+            ref, ref.build_model, {**hp, "global_batch_size": batch_size}, None, seed=0, count_flops=False,
+            schedule_steps=STEPS_PER_EPOCH_FOR_SCHEDULES)
+        self.label = self.trainer.precision_used
+        self.limit, self.next_batch = limit, batches
+
+    @property
+    def loss(self):
+        return self.trainer.loss
 
     def __call__(self) -> None:
         batch = self.next_batch()
         with self.limit():
-            with self.autocast():
-                loss = self.ref.loss(self.model, batch, self.hp)
-            self.optimizer.zero_grad(set_to_none=True)
-            if self.scaler is not None:
-                self.scaler.scale(loss).backward()
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
-            else:
-                loss.backward()
-                self.optimizer.step()
-            if self.scheduler is not None:
-                self.scheduler.step()
-        self.loss = loss
+            self.trainer.step(batch)
 
 
 def _sync(device: torch.device) -> None:

@@ -80,11 +80,12 @@ class Timeline:
         if header is not None:
             self.log.header(w.start_ms, **header)
         self.log.boundary(start_key, w.start_ms, epoch=epoch, metered=metered, energy_j=mark.j,
-                          domains_j=mark.domains_j, nodes=self._nodes() if name == "run" else None)
+                          domains_j=mark.domains_j if metered else None, nodes=self._nodes() if name == "run" else None)
         yield w  # an exception propagates: no stop boundary (the log shows where the trial broke off)
         end = w.close()
         fields = {mllog.TRAIN_ENERGY_J: end.joules} if name == "epoch" else \
             {mllog.EVAL_ENERGY_J: end.joules} if name == "eval" else {}
         self.log.boundary(stop_key, self.ms(end.end_s), epoch=epoch, status=w.status, metered=metered,
-                          energy_j=end.end_j, fields={**fields, **w.fields}, domains_j=end.end_domains_j,
+                          energy_j=end.end_j, fields={**fields, **w.fields},
+                          domains_j=end.end_domains_j if metered else None,
                           nodes=self._nodes() if name == "run" else None)

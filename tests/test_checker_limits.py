@@ -228,3 +228,11 @@ def test_finding_file_names_are_escaped():
     (f,) = list(findings)
     assert f.file.isprintable() and "\\x1b[32m" in f.file
     assert json.loads(json.dumps(f.to_dict()))["file"] == f.file
+
+
+def test_a_record_hidden_inside_a_value_is_refused(root):
+    """mlperf-logging parses from the last ':::MLLOG ' of a line: the engine and the checker must read the same."""
+    forged = ':::MLLOG {"time_ms": 1, "key": "seed", "value": 1, "metadata": {}}'
+    line = synthetic.edit_mllog(root / BENCH / "result_2.txt", "seed", synthetic.set_value("x " + forged))
+    report = check_path(root, TINY)
+    assert any(f.rule == "MLLOG-001" and f.line == line and "twice" in f.message for f in report.findings)
