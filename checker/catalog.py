@@ -40,7 +40,7 @@ _RULES = [
     Rule("SYSTEM-001", ERROR, "the system description is not a readable JSON object",
          "write systems/<system>.json as UTF-8 JSON, one object"),
     Rule("SYSTEM-002", ERROR, "the system description breaks the system JSON Schema",
-         "fix the named field (schema: harness/schema/system.schema.json)"),
+         "fix the named field (schema: trainmark/format/schema/system.schema.json)"),
     # The per-epoch text log
     Rule("EPOCHLOG-001", ERROR, "a line of epochs.log is malformed",
          "each line is '[yyyy:MM:dd HH:mm:ss] \u2013 [trial] \u2013 [epoch] \u2013 [metric]', UTF-8, '\\n' ends; "
@@ -172,7 +172,7 @@ _RULES = [
     Rule("TRIALJSON-001", ERROR, "trial.json is not a readable JSON object (size, depth, encoding)",
          "copy the trial.json the harness wrote; it is a small, flat UTF-8 JSON object"),
     Rule("TRIALJSON-002", ERROR, "trial.json breaks its JSON Schema",
-         "copy the trial.json the harness wrote (schema: harness/schema/trial.schema.json)"),
+         "copy the trial.json the harness wrote (schema: trainmark/format/schema/trial.schema.json)"),
     Rule("TRIALJSON-003", ERROR, "trial.json disagrees with the figures recomputed from the MLLOG",
          "never edit trial.json: it must state what result_<k>.txt shows (times within 0.05 s)"),
     Rule("SPREAD-001", WARNING, "the trials' train times vary more than the rules' max_train_time_cv (the score ranks "

@@ -30,7 +30,7 @@ from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, 
 class CheckOptions:
     rules_root: Path | None = None               # a folder of rules/<version>/*.yaml (default: the shipped rules)
     reference_builder: ReferenceBuilder | None = None   # default: trainmark.reference.registry
-    system_schema: Path | None = None            # default: harness/schema/system.schema.json
+    system_schema: Path | None = None            # default: trainmark/format/schema/system.schema.json
     mlperf_ruleset: str | None = None            # default: from the path ('...v4.0...'), else the newest
     progress: Callable[[int, int, str], None] | None = None  # (done, total, folder): checker/progress.py
 

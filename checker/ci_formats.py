@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 from trainmark import __version__
 from trainmark.checker.catalog import ERROR, RULES, WARNING
+from trainmark.checker.findings import printable
 from trainmark.checker.report import Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -26,7 +27,7 @@ def to_junit(report: Report) -> str:
     failures = sum(f.severity == ERROR for f in findings)
     suites = ET.Element("testsuites", name="trainmark check", tests=str(max(len(findings), 1)),
                         failures=str(failures))
-    suite = ET.SubElement(suites, "testsuite", name=f"trainmark check {report.path}",
+    suite = ET.SubElement(suites, "testsuite", name=f"trainmark check {printable(report.path)}",
                           tests=str(max(len(findings), 1)), failures=str(failures), errors="0")
     if not findings:
         ET.SubElement(suite, "testcase", classname="trainmark.check", name="every rule holds")
@@ -72,4 +73,5 @@ def to_sarif(report: Report) -> str:
 
 
 def _file_uri(path: str) -> str:
-    return "file://" + urllib.parse.quote(path.rstrip("/") + "/", errors="surrogateescape")  # the bytes of the name, %-encoded
+    # the bytes of the name, %-encoded (a name that is not UTF-8 keeps its bytes)
+    return "file://" + urllib.parse.quote(path.rstrip("/") + "/", errors="surrogateescape")

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 from trainmark.checker.findings import Findings
 from trainmark.checker.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.format import schema
 
 MAX_DEPTH = 64  # a harness-written JSON file nests a few levels; Python's parser would recurse ~1000 deep
 
@@ -77,5 +77,5 @@ def schema_findings(value: dict, schema: dict, rel: str, rule: str, findings: Fi
 
 
 def harness_schema(name: str) -> dict:
-    """A JSON Schema shipped in ``harness/schema/`` (package data, never from a submission)."""
-    return json.loads((Path(str(resources.files("trainmark.harness"))) / "schema" / name).read_text(encoding="utf-8"))
+    """A JSON Schema of the result format (``trainmark/format/schema/``, never from a submission)."""
+    return schema.load(name)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,6 @@ MAX_DEPTH = 32             # nesting of a record; deeper values would make repr(
 MAX_INT = 2 ** 64          # seeds are at most 64 bits; a larger integer overflows float() in scoring
 TIME_MS_RANGE = (0.0, 1e15)  # milliseconds since 1970: up to the year 33658
 EVENT_TYPES = ("POINT_IN_TIME", "INTERVAL_START", "INTERVAL_END")
-_LONG_DIGITS = re.compile(r"\d{20}")  # 2**64 has 20 digits: a shorter run of digits cannot exceed MAX_INT
 
 
 @dataclass(frozen=True)
@@ -70,6 +68,15 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     return record
 
 
+def _bounded_int(text: str) -> int:
+    """``json.loads`` hook for integer literals: beyond 64 bits is a finding, decided before converting."""
+    digits = text.lstrip("-")
+    value = int(text) if len(digits) <= 20 else None
+    if value is None or abs(value) > MAX_INT:
+        raise _BadNumber(f"the integer {clip(text, 40)} ({len(digits)} digits) is beyond 64 bits")
+    return value
+
+
 def nesting_depth(value: Any) -> int:
     """How deeply lists and objects nest in a parsed JSON value (iteratively: no recursion).
 
@@ -95,24 +102,22 @@ def parse_record(payload: str, strict: bool) -> tuple[dict | None, str]:
 def _parse(payload: str, strict: bool) -> tuple[dict | None, str, str]:
     """(record, why not, rule of the finding) for one record's JSON text."""
     try:
-        record = json.loads(payload, object_pairs_hook=_unique_keys)
+        record = json.loads(payload, object_pairs_hook=_unique_keys, parse_int=_bounded_int)
     except RecursionError:
         return None, "JSON nested too deeply", "MLLOG-001"
     except _DuplicateKey as exc:
         return None, str(exc), "MLLOG-011"
+    except _BadNumber as exc:
+        return None, str(exc), "NUMBER-001"
     except ValueError as exc:
         if "integer string conversion" in str(exc) or "Exceeds the limit" in str(exc):
             return None, f"an integer with more digits than Python converts ({exc})", "NUMBER-001"
         return None, f"not valid JSON ({exc})", "MLLOG-001"
     if not isinstance(record, dict):
         return None, f"the JSON is a {type(record).__name__}, not an object", "MLLOG-001"
-    # the walk is only needed where the text could nest too deep or hold an integer of 20+ digits
-    if payload.count("{") + payload.count("[") > MAX_DEPTH or _LONG_DIGITS.search(payload):
-        try:
-            if nesting_depth(record) > MAX_DEPTH:
-                return None, f"the JSON is nested more than {MAX_DEPTH} levels deep", "MLLOG-001"
-        except _BadNumber as exc:
-            return None, str(exc), "NUMBER-001"
+    # integers were bounded while parsing; the walk is only needed where the text could nest too deep
+    if payload.count("{") + payload.count("[") > MAX_DEPTH and nesting_depth(record) > MAX_DEPTH:
+        return None, f"the JSON is nested more than {MAX_DEPTH} levels deep", "MLLOG-001"
     for name in ("time_ms", "key", "value", "metadata"):
         if name not in record:
             return None, f"the record has no {name!r}", "MLLOG-001"

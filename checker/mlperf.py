@@ -163,7 +163,9 @@ def _scaling_factor(tree: SafeTree, rel: str, folder: BenchmarkFolder, findings:
         findings.add("MLPERF-005", rel, f"{rel} is not a JSON object with a scaling_factor: "
                      f"{getattr(exc, 'message', exc)}", expected='{"scaling_factor": <number>}')
         return 1.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    # abs() > 1e300 before isfinite(): an integer beyond float's range would overflow it (issue 18)
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
+            or not math.isfinite(value) or value <= 0):
         findings.add("MLPERF-005", rel, f"{rel}: scaling_factor {value!r} is not a positive number",
                      expected="a positive number", seen=value)
         return 1.0

@@ -21,7 +21,8 @@ from trainmark.outputs import csv_cell
 
 CSV_COLUMNS = [
     "format", "division", "submitter", "system", "benchmark", "path", "rules_version", "trials", "converged",
-    "score_train_time_s", "score_reason", "olympic_total_time_s", "mean_train_time_s", "ci95_low_s", "ci95_high_s", "cv_train_time",
+    "score_train_time_s", "score_reason", "olympic_total_time_s", "mean_train_time_s", "ci95_low_s", "ci95_high_s",
+    "cv_train_time",
     "mean_total_time_s", "mean_train_energy_j", "mean_total_energy_j", "energy_reason", "mean_final_metric",
     "mlperf_score_minutes", "mlperf_olympic_minutes", "mlperf_scaling_factor", "mlperf_dropped_runs",
     "errors", "warnings",

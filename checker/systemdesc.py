@@ -1,24 +1,24 @@
 """Check ``systems/<system>.json`` against the system JSON Schema the harness ships.
 
-The schema is trainmark's own (``harness/schema/system.schema.json``); MLPerf system
+The schema is trainmark's own (``trainmark/format/schema/system.schema.json``); MLPerf system
 descriptions are only required to be JSON objects. Without a schema the check says so
 in a note instead of inventing rules.
 """
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 from trainmark.checker.findings import Findings
 from trainmark.checker.layout import SystemFile
 from trainmark.checker.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.format import schema
 
 
 
 def default_schema_path() -> Path:
-    """Where the harness ships the schema (``harness/schema/`` is package data)."""
-    return Path(str(resources.files("trainmark.harness"))) / "schema" / "system.schema.json"
+    """The result format's system schema (``trainmark/format/schema/`` is package data)."""
+    return schema.path(schema.SYSTEM)
 
 
 def load_schema(path: Path | None) -> tuple[dict | None, str]:

@@ -3,7 +3,7 @@
 Scores never come from it (they are recomputed from ``result_<k>.txt``), but reports and
 readers do look at it, so a summary claiming other figures than the logs is an error, not
 something shipped unchecked. Read with a size cap and a depth bound, validated against
-``harness/schema/trial.schema.json``, then compared field by field with the recomputed trial.
+``trainmark/format/schema/trial.schema.json``, then compared field by field with the recomputed trial.
 """
 from __future__ import annotations
 

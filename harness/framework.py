@@ -28,6 +28,7 @@ class Trainer(Protocol):
 
     precision_used: str          # the label logged: fp32, amp-bf16 or amp-fp16
     local_batch: int             # samples per step on this rank
+    samples_per_step: int        # samples per step over every rank
     steps_per_epoch: int
     structure: dict              # trainmark.format.structure description, with its fingerprint
     flops_per_step: int | None   # model FLOPs of one step at the global batch (None: uncountable)
@@ -42,6 +43,7 @@ class Trainer(Protocol):
 
 class Backend(Protocol):
     name: str
+    dist: Dist                   # this process's rank in the run (one rank: Dist())
 
     def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int) -> Trainer: ...
 
@@ -82,6 +84,7 @@ class PyTorchTrainer:
             self.train_model = nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[device.index] if device.type == "cuda" else None)
         self.local_batch = hp["global_batch_size"] // dist.world
+        self.samples_per_step = self.local_batch * dist.world
         self.steps_per_epoch = ((ref.train_samples(data) // dist.world) // self.local_batch
                                 if data is not None else schedule_steps)
         self.optimizer, self.scheduler = ref.make_optimizer(self.train_model, hp, self.steps_per_epoch)

@@ -305,7 +305,10 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     if device.type == "cuda" and dist.world > 1:
         device = torch.device("cuda", dist.local_rank)
     if hp["global_batch_size"] % dist.world:
-        raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks")
+        from trainmark.harness.scale import nearest_divisors
+        raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks; the "
+                        f"nearest world sizes that divide it: "
+                        f"{', '.join(map(str, nearest_divisors(hp['global_batch_size'], dist.world)))}")
     check_batch_norm_batch(build_model, hp["global_batch_size"] // dist.world, rules.name)
     sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file)
     if dist.world > 1:  # several nodes: number_of_nodes and every node listed (a no-op on one node)

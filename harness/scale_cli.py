@@ -58,7 +58,7 @@ def settings_from_args(args):
 
     rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
     from trainmark.reference import registry
-    registry.get(rules.reference_model["id"])  # an unknown reference fails here, not in every rank
+    registry.for_rules(rules)  # an unknown reference fails here, not in every rank
     if args.precision not in rules.precisions:
         raise UserError(f"--precision {args.precision}: {rules.name} allows {', '.join(rules.precisions)}")
     nprocs = _ints(args.nproc, "--nproc")

@@ -44,16 +44,21 @@ class NodeSumMeter:
         # NCCL reduces device tensors only; gloo host tensors
         self._device = device if tdist.get_backend() == "nccl" else torch.device("cpu")
         self.per_node: list[float | None] = [None] * nnodes
-        mine = (node, local.method, local.reason) if local is not None else None
+        mine = (node, local.method, local.reason, getattr(local, "scope", None)) if local is not None else None
         gathered: list[Any] = [None] * dist.world
         tdist.all_gather_object(gathered, mine)
         nodes = sorted({g for g in gathered if g is not None})
-        if [n for n, _, _ in nodes] != list(range(nnodes)):
+        if [n for n, *_ in nodes] != list(range(nnodes)):
             raise RuntimeError(f"expected one energy meter per node 0..{nnodes - 1}, got nodes {[n for n, *_ in nodes]}")
-        self.methods = [m for _, m, _ in nodes]
+        self.methods = [m for _, m, _, _ in nodes]
         self.method = min(self.methods, key=_ORDER.index)
-        reasons = [f"node {n}: {r}" for n, m, r in nodes if r]
+        reasons = [f"node {n}: {r}" for n, _, r, _ in nodes if r]
         self.reason = "; ".join(reasons) or None
+        scopes = {sc for *_, sc in nodes}
+        # what the total covers: every node's own scope (energy.open_meter's), summed over the nodes
+        self.scope = (f"{nnodes} nodes x {scopes.pop()}" if len(scopes) == 1 and None not in scopes
+                      else None if None in scopes else f"{nnodes} nodes: " + "; ".join(
+                          f"node {n}: {sc}" for n, *_, sc in nodes))
 
     def start(self) -> None:
         if self.local is not None:

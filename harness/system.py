@@ -20,8 +20,9 @@ import jsonschema
 
 from trainmark import __version__
 from trainmark.errors import UserError
+from trainmark.format import schema
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "system.schema.json"
+SCHEMA_PATH = schema.path(schema.SYSTEM)  # the result format's (trainmark/format/schema/)
 
 # mlperf_logging/system_desc_checker/system_desc_checker.py (4.1.68): the fields it requires.
 # Those nothing here detects are written empty, as MLPerf's own submissions do; state them in --system FILE.

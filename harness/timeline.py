@@ -3,7 +3,7 @@
     with timeline.window("eval", epoch=e) as w:
         metric = trainer.evaluate()
         end = w.close()                      # optional: the stop instant, to log events at it
-        timeline.event(EVAL_ACCURACY, metric, at=end.end_s, epoch_num=e)
+        timeline.eval_accuracy(metric, e, at=end.end_s)
     w.window.seconds, w.window.joules        # the closed window
 
 Entering a window reads the clock and the meter (after a device sync) and writes its start
@@ -67,6 +67,14 @@ class Timeline:
 
     def settings(self, pairs: Iterable[tuple[str, Any]], *, at: float) -> None:
         self.log.settings(pairs, self.ms(at))
+
+    def eval_accuracy(self, value: float, epoch: int, *, at: float) -> None:
+        self.log.eval_accuracy(self.ms(at), epoch, value)
+
+    @property
+    def telemetry(self):
+        """The trial's telemetry sampler (trainmark.harness.telemetry), or None."""
+        return self.monitor.telemetry
 
     @contextmanager
     def window(self, name: str, epoch: int | None = None, *,

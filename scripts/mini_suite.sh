@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install, run every mini benchmark (5 trials each, as the rules say),
-# check the submission folder, and write the report (table on screen, CSV and JSON beside it).
+# check the submission folder, and write the reports (report.html to open in a browser, report.md,
+# and the checker's table on screen with CSV and JSON copies beside it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -29,6 +30,8 @@ for bench in $BENCHES; do
   fi
   python3 -m trainmark run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" ${RESUME:+--resume}
 done
+python3 -m trainmark report "$OUT/submission" -o "$OUT/report.html"           # curves, times, energy, findings
+python3 -m trainmark report "$OUT/submission" --format md -o "$OUT/report.md"
 python3 -m trainmark check "$OUT/submission" --json > "$OUT/report.json" || true   # machine-readable copy
+echo "reports: $OUT/report.html, $OUT/report.md, $OUT/report.csv and $OUT/report.json"
 python3 -m trainmark check "$OUT/submission" --csv "$OUT/report.csv"   # the table; its exit status is the job's
-echo "report: $OUT/report.csv and $OUT/report.json"

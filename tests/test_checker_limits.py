@@ -236,3 +236,15 @@ def test_a_record_hidden_inside_a_value_is_refused(root):
     line = synthetic.edit_mllog(root / BENCH / "result_2.txt", "seed", synthetic.set_value("x " + forged))
     report = check_path(root, TINY)
     assert any(f.rule == "MLLOG-001" and f.line == line and "twice" in f.message for f in report.findings)
+
+
+@pytest.mark.skipif(not FIXTURE.is_dir(), reason="needs ../shared/fixtures/mlperf-training-v4.0")
+def test_mlperf_scaling_factor_beyond_float_is_a_finding(tmp_path):
+    import shutil
+    root = tmp_path / "training_results_v4.0"
+    shutil.copytree(FIXTURE / "Dell", root / "Dell")
+    folder = root / "Dell/results/XE8640x4H100-SXM-80GB/resnet"
+    (folder / "scaling.json").write_text('{"scaling_factor": 1' + "0" * 400 + "}")
+    report = check_path(root)
+    no_crash(report)
+    assert any(f.rule == "MLPERF-005" and f.file.endswith("resnet/scaling.json") for f in report.findings)

@@ -181,6 +181,8 @@ def test_missing_system_schema_is_exit_2(tree, capsys, tmp_path):
     (["rules", "show", "tiny-test", "--rules-dir", "{file}"], "--rules-dir"),
     (["data", "verify", "tiny-test", "--rules-dir", "{missing}"], "--rules-dir"),
     (["list", "--rules-dir", "{file}"], "--rules-dir"),
+    (["run", "tiny-test", "--rules-dir", "{missing}"], "--rules-dir"),
+    (["run", "tiny-test", "--rules-dir", "{file}"], "--rules-dir"),
 ])
 def test_bad_arguments_are_one_line_errors(args, says, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -379,3 +381,8 @@ def test_progress_goes_to_a_terminal_only():
 def test_check_table_shows_the_olympic_total(tree, capsys):
     code, out, _ = check(capsys, tree)
     assert code == 0 and "olympic total s" in out
+
+
+def test_error_lines_escape_what_they_quote(capsys, tmp_path):
+    code, out, err = check(capsys, tmp_path / "no\x1b[2Jsuch\nfolder")
+    assert code == 2 and err.count("\n") == 1 and "\x1b" not in err and "\\x1b[2J" in err

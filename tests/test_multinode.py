@@ -62,6 +62,7 @@ def test_two_nodes_on_localhost(tmp_path):
     node_j = [b - a for a, b in zip(start["trainmark_node_energy_j"], stop["trainmark_node_energy_j"])]
     assert all(j > 0 for j in node_j)  # each node's own estimate grew over the run
     assert by_key["trainmark_energy_method"][0].value == "estimated"
+    assert by_key["trainmark_energy_scope"][0].value == "2 nodes x estimate"
     trial = json.loads((d / "trial_1" / "trial.json").read_text())
     assert trial["world_size"] == 2 and trial["status"] == "converged"
     assert trial["total_energy_j"] == stop["trainmark_energy_j"] - start["trainmark_energy_j"]

@@ -115,3 +115,29 @@ def test_the_trainmark_command_refuses_before_launch(capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert err.startswith("trainmark scale: error: --nproc 3: world size 3") and "2, 4, 1, 8" in err
+
+
+def test_real_data_gives_each_rank_its_own_share(tmp_path):
+    import torch
+
+    from trainmark.harness import scale_worker
+    from trainmark.harness.distributed import Dist
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    rules = get_rules("tiny-test", "1.0", TEST_RULES)
+    ref = registry.get("tiny-test")
+    args = argparse.Namespace(data="real", data_dir=tmp_path)
+    shares = [scale_worker._batches(ref, args, rules, 16, Dist(rank, 2, rank), torch.device("cpu"), torch)
+              for rank in (0, 1)]
+    seen = [set(), set()]
+    for _ in range(512 // 2 // 16):  # one epoch: the two ranks' shares are disjoint halves
+        for rank, next_batch in enumerate(shares):
+            x, _ = next_batch()
+            assert x.shape == (16, 8)
+            seen[rank] |= {tuple(row.tolist()) for row in x}
+    assert len(seen[0]) == len(seen[1]) == 256 and not seen[0] & seen[1]
+    assert shares[0]()[0].shape == (16, 8)  # past the end of the epoch the loader starts the next one
+    synthetic = scale_worker._batches(ref, argparse.Namespace(data="synthetic"), rules, 16, Dist(), torch.device("cpu"),
+                                      torch)
+    assert synthetic() is synthetic()  # one resident batch: no input pipeline in the timed loop

@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"trainmark {args.command}: error: {exc}", file=sys.stderr)
+        from trainmark.checker.findings import printable  # one line, whatever names the message quotes
+
+        print(f"trainmark {args.command}: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"trainmark {args.command}: interrupted", file=sys.stderr)
@@ -69,5 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the environment, not a bug: disk full, a folder not writable, a path too long
         from trainmark.outputs import os_error_line
 
-        print(f"trainmark {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        from trainmark.checker.findings import printable
+
+        print(f"trainmark {args.command}: error: {printable(os_error_line(exc))}", file=sys.stderr)
         return 2

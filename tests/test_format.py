@@ -1,0 +1,110 @@
+"""The result format has one owner (trainmark.format): the harness writes through it, the checker
+reads through it, the compliance config takes its lists from it, and the checker needs no harness."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trainmark.checker import benchmark_check, layout as checker_layout
+from trainmark.format import labels, layout, mllog
+from trainmark.rules import compliance, get_rules
+
+
+def test_names_and_patterns_agree():
+    for k in (1, 7, 123456):
+        assert layout.trial_of(layout.result_file(k)) == k and layout.trial_of(layout.trial_dir(k)) == k
+    for name in ("result_01.txt", "result_1234567.txt", "trial_-1", "result_1.txt.bak", "trial_1/"):
+        assert layout.trial_of(name) is None, name
+    assert layout.trial_of("result_0.txt") == 0  # matched, so that the checker can say trials count from 1
+
+
+def test_the_checker_matches_names_with_the_formats_patterns():
+    assert benchmark_check.RESULT_FILE is layout.RESULT_FILE and benchmark_check.TRIAL_DIR is layout.TRIAL_DIR
+    assert benchmark_check.TRIAL_FILES == layout.TRIAL_FILES
+    assert checker_layout.NAME is layout.NAME and checker_layout.DIVISIONS == layout.DIVISIONS
+
+
+def test_compliance_config_allows_exactly_the_format_labels():
+    rules = get_rules("resnet-mini")
+    text = compliance.compliance_yaml(rules, "closed")
+    assert repr(labels.TRIAL_STATUSES) in text and repr(labels.ENERGY_METHODS) in text
+    assert compliance.precisions_allowed(rules) == [p for f in rules.precisions for p in labels.PRECISIONS[f]]
+    assert repr(mllog.TRIAL_RESULT_FIELDS) in text
+
+
+def test_run_stop_status_is_success_only_for_converged():
+    assert {s.value: labels.run_stop_status(s.value) for s in labels.TrialStatus} == {
+        "converged": "success", "not_converged": "aborted", "diverged": "aborted", "aborted": "aborted",
+        "crashed": "aborted"}
+
+
+def test_writer_writes_the_documented_boundaries_and_the_reader_reads_them_back(tmp_path):
+    path = tmp_path / "result_1.txt"
+    log = mllog.TrialLogWriter(path)
+    log.header(5, benchmark="b", division="closed", org="o", platform="p", rules_version="1.0", trial=1)
+    log.boundary(mllog.INIT_START, 5, metered=False)
+    log.settings([(mllog.SEED, 3)], 5)
+    log.boundary(mllog.INIT_STOP, 6, metered=False)
+    log.boundary(mllog.RUN_START, 7, energy_j=0.0, nodes={"trainmark_node_energy_j": [0.0]})
+    log.boundary(mllog.EPOCH_START, 7, epoch=1, energy_j=0.0, domains_j={"cpu0": 0.0})
+    log.boundary(mllog.EPOCH_STOP, 9, epoch=1, energy_j=4.0, fields={mllog.TRAIN_ENERGY_J: 4.0, mllog.SAMPLES: 8},
+                 domains_j={"cpu0": 4.0})
+    log.eval_accuracy(10, 1, 0.5)
+    log.trial_result(11, {"status": "converged"})
+    log.boundary(mllog.RUN_STOP, 11, status="success", energy_j=None)
+    log.close()
+    log.event("seed", 1, 99)  # closed: a no-op, not an error
+    records = mllog.read(path)
+    assert [r.key for r in records] == [
+        "submission_benchmark", "submission_division", "submission_org", "submission_platform",
+        "submission_status", "trainmark_rules_version", "trainmark_trial", "cache_clear", "init_start", "seed",
+        "init_stop", "run_start", "epoch_start", "epoch_stop", "eval_accuracy", "trainmark_trial_result", "run_stop"]
+    by_key = {r.key: r for r in records}
+    assert [r.line for r in records] == list(range(1, len(records) + 1))
+    assert by_key["init_start"].event_type == "INTERVAL_START" and by_key["run_stop"].event_type == "INTERVAL_END"
+    assert set(by_key["init_start"].metadata) == {"file", "lineno"}  # init is untimed: no energy
+    fields = lambda key: [k for k in by_key[key].metadata if k not in ("file", "lineno")]  # noqa: E731
+    assert fields("epoch_stop") == ["epoch_num", "trainmark_energy_j", "trainmark_train_energy_j",
+                                                       "trainmark_samples", "trainmark_energy_domains_j"]
+    assert fields("run_stop") == ["status", "trainmark_energy_j"]
+    assert by_key["run_stop"].metadata["trainmark_energy_j"] is None  # unmeasured: null, never 0
+    assert by_key["run_start"].metadata["trainmark_node_energy_j"] == [0.0]
+    assert by_key["eval_accuracy"].value == 0.5 and by_key["eval_accuracy"].metadata["epoch_num"] == 1
+    assert by_key["submission_status"].value == "onprem" and by_key["cache_clear"].value is True
+    # the metadata names the caller relative to the package, never a checkout's absolute path
+    assert all(not r.metadata["file"].startswith("/") for r in records)
+    assert by_key["seed"].metadata["file"] == "tests/test_format.py"
+
+
+def test_a_writer_without_a_path_writes_nothing(tmp_path):
+    log = mllog.TrialLogWriter(None)
+    log.header(1, benchmark="b", division="closed", org="o", platform="p", rules_version="1.0", trial=1)
+    log.boundary(mllog.RUN_START, 1, energy_j=1.0)
+    log.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reader_skips_lines_that_are_not_records(tmp_path):
+    path = tmp_path / "r.txt"
+    path.write_text('hello\n:::MLLOG {"key": "seed", "value": 4, "time_ms": 1, "event_type": "POINT_IN_TIME"}\n')
+    (record,) = mllog.read(path)
+    assert (record.line, record.key, record.value, record.metadata) == (2, "seed", 4, {})
+    assert mllog.first_value([record], "seed") == 4 and mllog.first_value([record], "x", "none") == "none"
+
+
+@pytest.mark.parametrize("modules", [["trainmark.checker.check", "trainmark.checker.cli"]])
+def test_the_checker_imports_neither_the_harness_nor_torch(modules):
+    code = ("import sys, " + ", ".join(modules) + "; "
+            "print(sorted(m for m in sys.modules if m.startswith('trainmark.harness') or m == 'torch'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.replace("'", '"')) == []
+
+
+def test_checking_a_folder_loads_no_harness_code(clean_submission):
+    """The checker reads through trainmark.format; checking a whole submission imports no trainmark.harness."""
+    code = ("import sys; from trainmark.checker.check import check_path; "
+            f"report = check_path({str(clean_submission)!r}); "
+            "print(report.passed, sorted(m for m in sys.modules if m.startswith('trainmark.harness')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "[]"], out

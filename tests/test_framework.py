@@ -1,0 +1,90 @@
+"""The framework seam: one Trainer builds, steps, evaluates and saves; run and sweep share its step."""
+import ast
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from conftest import TEST_RULES, TinyTest
+from trainmark.harness import sweep
+from trainmark.harness.framework import PyTorchBackend, autocast_for
+from trainmark.rules import get_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def trainer(seed=3, **hp):
+    ref = TinyTest()
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    return ref, PyTorchBackend(torch.device("cpu"), "fp32").trainer(
+        ref, ref.build_model, {**rules.defaults(), **hp}, ref.load_data(None), seed)
+
+
+def test_a_trainer_trains_evaluates_and_saves(tmp_path):
+    TinyTest.metric_override = None
+    ref, t = trainer()
+    assert t.precision_used == "fp32" and t.local_batch == t.samples_per_step == 32 and t.steps_per_epoch == 16
+    assert t.structure["parameter_count"] == sum(p.numel() for p in t.model.parameters())
+    before = t.evaluate()
+    for _ in range(3):
+        for batch in t.epoch_batches(1):
+            t.step(batch)
+    assert not t.diverged() and t.loss_value() < 0.5 and t.evaluate() > before
+    t.save_weights(tmp_path / "model.safetensors")
+    saved = load_file(tmp_path / "model.safetensors")
+    assert sorted(saved) == sorted(e["name"] for e in t.structure["parameters"])
+    assert all(torch.equal(saved[n], p.detach()) for n, p in t.model.named_parameters())
+
+
+def test_the_same_seed_trains_the_same_weights():
+    weights = []
+    for _ in range(2):
+        _, t = trainer(seed=11)
+        for batch in t.epoch_batches(1):
+            t.step(batch)
+        weights.append([p.detach().clone() for p in t.model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*weights))
+
+
+def test_a_non_finite_loss_is_noticed_and_forgotten_at_the_next_epoch():
+    TinyTest.nan_at_epoch = 2
+    try:
+        _, t = trainer()
+        for batch in t.epoch_batches(1):
+            t.step(batch)
+        assert not t.diverged()
+        for batch in t.epoch_batches(2):
+            t.step(batch)
+        assert t.diverged()
+        next(iter(t.epoch_batches(3)))
+        assert not t.diverged()
+    finally:
+        TinyTest.nan_at_epoch = None
+
+
+def test_the_sweep_times_the_same_step_as_a_run():
+    """A sweep step and a run's Trainer.step from the same seed and batch leave the same weights."""
+    ref = TinyTest()
+    hp = get_rules("tiny-test", rules_root=TEST_RULES).defaults()
+    x, y = ref.load_data(None).x[:8], ref.load_data(None).y[:8]
+    swept = sweep._Step(ref, hp, torch.device("cpu"), 8, "fp32", lambda: (x, y))
+    _, t = trainer(seed=0, global_batch_size=8)
+    for _ in range(3):
+        swept()
+        t.step((x, y))
+    assert all(torch.equal(a, b) for a, b in zip(swept.trainer.model.parameters(), t.model.parameters()))
+    assert swept.loss is swept.trainer.loss
+
+
+def test_amp_on_cpu_is_bf16_without_a_scaler():
+    _, scaler, label = autocast_for(torch.device("cpu"), "amp")
+    assert scaler is None and label == "amp-bf16"
+    assert PyTorchBackend(torch.device("cpu"), "amp").precision_label() == "amp-bf16"
+
+
+def test_the_trial_loop_never_calls_torch():
+    """harness/trial.py reaches the framework only through the seam."""
+    tree = ast.parse((ROOT / "harness" / "trial.py").read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert not {m for m in imported if m == "torch" or m.startswith("torch.")}, imported
