@@ -17,11 +17,11 @@ import time
 
 import torch
 
-from trainmark.harness.distributed import Dist
+from trainmark.format.mllog import TrialLogWriter
 from trainmark.harness.energy import open_meter
-from trainmark.harness.mllogger import TrialLog
+from trainmark.harness.framework import PyTorchBackend
 from trainmark.harness.monitor import Monitor
-from trainmark.harness.progress import TrialProgress
+from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, run_trial
 from trainmark.reference import registry
 from trainmark.rules import get_rules
@@ -51,17 +51,17 @@ def bare_loop(ref, data, hp, epochs: int, seed: int) -> float:
 
 
 def harness_loop(ref, data, rules, hp, epochs: int, seed: int, log_dir) -> float:
-    """The real trial loop (windows, MLLOG, energy meter, divergence checks), evaluation excluded."""
+    """The real trial loop (Timeline windows, MLLOG, energy meter, divergence checks) and its training
+    step (the framework seam's ``Trainer.step``, as ``trainmark run`` uses it), evaluation excluded."""
     cfg = TrialConfig(benchmark=rules.name, trial=1, seed=seed, division="closed", submitter="bench",
                       system_name="bench", rules_version=rules.version, device=torch.device("cpu"),
                       precision="fp32", hparams=hp, max_epochs=epochs, eval_every=10 ** 6,
                       target_reached=lambda m: False, metric_name=rules.metric["name"])
-    log = TrialLog(log_dir / f"result_{time.monotonic_ns()}.txt")
+    log = TrialLogWriter(log_dir / f"result_{time.monotonic_ns()}.txt")
     meter = open_meter("cpu")
     meter.start()
     try:
-        result, _ = run_trial(ref, data, cfg, Monitor(meter), log, lambda line: None, TrialProgress(False),
-                              Dist(), ref.build_model)
+        result, _ = run_trial(cfg, ref, data, PyTorchBackend(cfg.device, cfg.precision), Timeline(Monitor(meter), log))
     finally:
         log.close()
         meter.stop()

@@ -102,11 +102,18 @@ def _parser(ruleset: str):
 def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER_RULESET) -> EngineResult:
     """Check ``events`` against the rule file ``config``: one trainmark generated
     (``ALLOWLIST.add_generated``) or one MLPerf ships (relative to the engine's folder)."""
-    loglines, errors = _parser(ruleset).parse_generator([e.text for e in events])
-    if errors:  # cannot happen for validated events; never let it pass silently
-        return EngineResult([], f"mlperf-logging could not parse {len(errors)} validated line(s)")
-    for ll in loglines:  # the engine's own numbers index its filtered list
-        ll.lineno = events[ll.lineno].line
+    parser = _parser(ruleset)
+    loglines = []
+    for e in events:
+        # The reader hands over each record once, starting at ':::MLLOG ' (mllog_read): the parser's own
+        # strip_and_dedup (a regex per line, quadratic in its length) is skipped, its line parser is not.
+        text = e.text.strip()
+        if not text.startswith(parser.TOKEN):
+            text = parser.TOKEN + text.split(parser.TOKEN, 1)[-1]
+        try:
+            loglines.append(parser.string_to_logline(e.line, text))
+        except (ValueError, KeyError, TypeError):  # cannot happen for validated events; never pass silently
+            return EngineResult([], f"mlperf-logging could not parse validated line {e.line}")
     checker = mlp_compliance.make_checker(usage="training", ruleset=ruleset, quiet=True, werror=True)
     recorded: list[tuple[str, str | None]] = []
     _record_messages(checker, recorded)

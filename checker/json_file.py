@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from trainmark.checker.findings import Findings
+from trainmark.checker.mllog_read import STRICT_JSON, BadNumber, DuplicateKey
 from trainmark.checker.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.format import schema
 
@@ -49,9 +50,9 @@ def read_json_object(tree: SafeTree, rel: str, findings: Findings, rule: str, *,
         findings.add(rule, rel, f"{rel}: JSON nested {depth} levels deep", expected=f"at most {MAX_DEPTH} levels",
                      seen=depth)
         return None
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+    try:  # repeated keys and integers beyond 64 bits are refused, as in MLLOG records
+        value = STRICT_JSON.decode(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError, BadNumber, DuplicateKey) as exc:
         findings.add(rule, rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
                      expected="a JSON object", seen=raw[:80])
         return None

@@ -50,11 +50,11 @@ class Event:
     event_type: str | None
 
 
-class _DuplicateKey(Exception):
+class DuplicateKey(Exception):
     pass
 
 
-class _BadNumber(Exception):
+class BadNumber(Exception):
     pass
 
 
@@ -64,7 +64,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     if len(record) != len(pairs):
         seen: set[str] = set()
         repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise _DuplicateKey(f"the key {clip(repeated, 60)!r} appears more than once in one object")
+        raise DuplicateKey(f"the key {clip(repeated, 60)!r} appears more than once in one object")
     return record
 
 
@@ -73,14 +73,17 @@ def _bounded_int(text: str) -> int:
     digits = text.lstrip("-")
     value = int(text) if len(digits) <= 20 else None
     if value is None or abs(value) > MAX_INT:
-        raise _BadNumber(f"the integer {clip(text, 40)} ({len(digits)} digits) is beyond 64 bits")
+        raise BadNumber(f"the integer {clip(text, 40)} ({len(digits)} digits) is beyond 64 bits")
     return value
+
+
+STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_int=_bounded_int)  # one, not one per line
 
 
 def nesting_depth(value: Any) -> int:
     """How deeply lists and objects nest in a parsed JSON value (iteratively: no recursion).
 
-    Also raises ``_BadNumber`` for an integer beyond 64 bits anywhere in the value.
+    Also raises ``BadNumber`` for an integer beyond 64 bits anywhere in the value.
     """
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -89,7 +92,7 @@ def nesting_depth(value: Any) -> int:
             deepest = max(deepest, depth)
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
         elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_INT:
-            raise _BadNumber(f"the integer {clip(str(item), 40)} ({len(str(abs(item)))} digits) is beyond 64 bits")
+            raise BadNumber(f"the integer {clip(str(item), 40)} ({len(str(abs(item)))} digits) is beyond 64 bits")
     return deepest
 
 
@@ -102,12 +105,12 @@ def parse_record(payload: str, strict: bool) -> tuple[dict | None, str]:
 def _parse(payload: str, strict: bool) -> tuple[dict | None, str, str]:
     """(record, why not, rule of the finding) for one record's JSON text."""
     try:
-        record = json.loads(payload, object_pairs_hook=_unique_keys, parse_int=_bounded_int)
+        record = STRICT_JSON.decode(payload)
     except RecursionError:
         return None, "JSON nested too deeply", "MLLOG-001"
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         return None, str(exc), "MLLOG-011"
-    except _BadNumber as exc:
+    except BadNumber as exc:
         return None, str(exc), "NUMBER-001"
     except ValueError as exc:
         if "integer string conversion" in str(exc) or "Exceeds the limit" in str(exc):

@@ -34,7 +34,7 @@ class Trainer(Protocol):
     flops_per_step: int | None   # model FLOPs of one step at the global batch (None: uncountable)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]: ...
-    def step(self, batch: Any) -> None: ...
+    def step(self, batch: Any, sync: bool = True) -> None: ...
     def loss_value(self) -> float: ...
     def diverged(self) -> bool: ...
     def evaluate(self) -> float: ...
@@ -101,18 +101,24 @@ class PyTorchTrainer:
                                             self.dist.rank, self.dist.world):
             yield self.ref.to_device(batch, self.device, train=True)
 
-    def step(self, batch: Any) -> None:
+    def step(self, batch: Any, sync: bool = True) -> None:
         """One training step: forward and loss under the precision's autocast, backward, optimizer,
-        scheduler. The loss stays on the device; a non-finite one is remembered without a sync."""
-        with self.autocast():
-            loss = self.ref.loss(self.train_model, batch, self.hp)
-        self.optimizer.zero_grad(set_to_none=True)
+        scheduler. The loss stays on the device; a non-finite one is remembered without a sync.
+        ``sync=False`` skips the gradient all-reduce of several ranks (``trainmark scale`` times the
+        compute alone that way); training always syncs."""
+        quiet = self.train_model.no_sync() if not sync and self.dist.world > 1 else contextlib.nullcontext()
+        with quiet:
+            with self.autocast():
+                loss = self.ref.loss(self.train_model, batch, self.hp)
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.scaler is not None:
+                self.scaler.scale(loss).backward()
+            else:
+                loss.backward()
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            loss.backward()
             self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()

@@ -20,19 +20,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from safetensors.torch import save_file
 
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.errors import UserError
-from trainmark.harness import distributed, energy, epochlog, implementation, peaks, system
+from trainmark.format import epochlog, layout, mllog
+from trainmark.format.labels import UNFINISHED, MISSED, TrialStatus
+from trainmark.harness import distributed, energy, implementation, peaks, scale_nodes, system
 from trainmark.harness.files import append_line, write_atomic, write_json_atomic, write_text_atomic
-from trainmark.harness.mllogger import TrialLog
+from trainmark.harness.framework import PyTorchBackend
 from trainmark.harness.monitor import Monitor
 from trainmark.harness.other_load import OtherLoad
 from trainmark.harness.progress import TrialProgress
-from trainmark.harness.structure import describe
 from trainmark.harness.telemetry import open_for_trial as open_telemetry
-from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, autocast_for, run_trial
+from trainmark.harness.timeline import Timeline
+from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
 from trainmark.reference import registry
 from trainmark.rules import LATEST_VERSION, get_rules
 from trainmark.rules.datasets import resolve_data_dir, verify_dataset
@@ -77,11 +78,11 @@ class RunSummary:
     @property
     def crashed(self) -> dict[int, TrialResult]:
         """Trials that crashed or were interrupted, by trial number: never an allowed miss."""
-        return {k: r for k, r in enumerate(self.results, self.first_trial) if r.status in ("crashed", "aborted")}
+        return {k: r for k, r in enumerate(self.results, self.first_trial) if r.status in UNFINISHED}
 
     @property
     def ok(self) -> bool:
-        missed = sum(r.status in ("not_converged", "diverged") for r in self.results)
+        missed = sum(r.status in MISSED for r in self.results)
         return not self.crashed and missed <= self.allowed_not_converged
 
 
@@ -130,11 +131,11 @@ def resolve_hparams(rules, opts: RunOptions) -> dict[str, Any]:
 
 def has_results(bench_dir: Path) -> bool:
     return bench_dir.is_dir() and any(
-        p.name == "epochs.log" or p.name.startswith(("result_", "trial_")) for p in bench_dir.iterdir())
+        p.name == layout.EPOCHS_LOG or p.name.startswith(("result_", "trial_")) for p in bench_dir.iterdir())
 
 
 def read_trial_json(bench_dir: Path, k: int) -> dict[str, Any] | None:
-    path = bench_dir / f"trial_{k}" / "trial.json"
+    path = bench_dir / layout.trial_dir(k) / layout.TRIAL_JSON
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
@@ -146,7 +147,7 @@ def finished_trials(bench_dir: Path) -> list[int]:
     """Trials 1..m in a row whose trial.json exists and which were not interrupted."""
     done = []
     k = 1
-    while (t := read_trial_json(bench_dir, k)) is not None and t.get("status") != "aborted":
+    while (t := read_trial_json(bench_dir, k)) is not None and t.get("status") != TrialStatus.ABORTED.value:
         done.append(k)
         k += 1
     return done
@@ -195,19 +196,19 @@ def repair_torn_log(log: Path) -> None:
 
 def archive_attempt(bench_dir: Path, k: int) -> Path | None:
     """Move an unfinished trial's files (and its epochs.log lines) to ``interrupted/``; keep them."""
-    parts = [bench_dir / f"result_{k}.txt", bench_dir / f"trial_{k}"]
-    log = bench_dir / "epochs.log"
+    parts = [bench_dir / layout.result_file(k), bench_dir / layout.trial_dir(k)]
+    log = bench_dir / layout.EPOCHS_LOG
     lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
     mine = [ln for ln in lines if _trial_of(ln) == k]
     if not mine and not any(p.exists() for p in parts):
         return None
-    dest = bench_dir / "interrupted" / f"trial_{k}-{time.strftime('%Y%m%dT%H%M%S')}"
+    dest = bench_dir / layout.INTERRUPTED_DIR / f"{layout.trial_dir(k)}-{time.strftime('%Y%m%dT%H%M%S')}"
     dest.mkdir(parents=True)
     for p in parts:
         if p.exists():
             shutil.move(str(p), dest / p.name)
     if mine:
-        write_text_atomic(dest / "epochs.log", "\n".join(mine) + "\n")
+        write_text_atomic(dest / layout.EPOCHS_LOG, "\n".join(mine) + "\n")
         rest = [ln for ln in lines if _trial_of(ln) != k]
         write_text_atomic(log, "".join(ln + "\n" for ln in rest))
     return dest
@@ -215,10 +216,10 @@ def archive_attempt(bench_dir: Path, k: int) -> Path | None:
 
 def leftover_trials(bench_dir: Path, start_at: int) -> list[int]:
     """Trial numbers >= ``start_at`` that left files behind (to be archived, not overwritten)."""
-    pattern = re.compile(r"(?:result_(\d+)\.txt|trial_(\d+))")
+    pattern = re.compile(r"(?:result_(\d+)\.txt|trial_(\d+))")  # any number, unlike layout's: leave nothing behind
     found = {int(m.group(1) or m.group(2)) for p in bench_dir.iterdir() if (m := pattern.fullmatch(p.name))}
-    lines = (bench_dir / "epochs.log").read_text(encoding="utf-8").splitlines() \
-        if (bench_dir / "epochs.log").exists() else []
+    log = bench_dir / layout.EPOCHS_LOG
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
     found |= {t for ln in lines if (t := _trial_of(ln)) is not None}
     return sorted(k for k in found if k >= start_at)
 
@@ -255,14 +256,14 @@ def ceilings_for(path: Path, device: torch.device) -> dict:
     return ops.ceilings_record(report, Path(path).name, hashlib.sha256(raw).hexdigest())
 
 
-def save_trial_files(bench_dir: Path, k: int, model, result: TrialResult, meta: dict[str, Any]) -> None:
-    trial_dir = bench_dir / f"trial_{k}"
+def save_trial_files(bench_dir: Path, k: int, trainer, result: TrialResult, meta: dict[str, Any]) -> None:
+    """The trial's weights and structure (when a model was built), then trial.json, which marks it finished."""
+    trial_dir = bench_dir / layout.trial_dir(k)
     trial_dir.mkdir(exist_ok=True)
-    if model is not None:
-        tensors = {n: t.detach().cpu().clone().contiguous() for n, t in model.state_dict().items()}
-        write_atomic(trial_dir / "model.safetensors", lambda p: save_file(tensors, str(p)))
-        write_json_atomic(trial_dir / "structure.json", describe(model))
-    write_json_atomic(trial_dir / "trial.json", {**meta, **asdict(result)})  # last: marks the trial finished
+    if trainer is not None:
+        trainer.save_weights(trial_dir / layout.MODEL_FILE)
+        write_json_atomic(trial_dir / layout.STRUCTURE_FILE, trainer.structure)
+    write_json_atomic(trial_dir / layout.TRIAL_JSON, {**meta, **asdict(result)})  # last: marks the trial finished
 
 
 def open_meter_for(device: torch.device, dist: distributed.Dist, estimate_watts: float | None):
@@ -280,9 +281,31 @@ def open_meter_for(device: torch.device, dist: distributed.Dist, estimate_watts:
     return energy.open_meter("cpu", estimate_watts)
 
 
-def run_benchmark(opts: RunOptions) -> RunSummary:
+@dataclass
+class Prepared:
+    """What every trial of a run shares, settled before the first one."""
+    opts: RunOptions
+    rules: Any
+    ref: Any
+    build_model: Callable[[], Any]
+    hp: dict[str, Any]
+    trials: int
+    device: torch.device
+    dist: distributed.Dist
+    sysdesc: dict[str, Any]
+    root: Path          # <out>/<division>/<submitter>
+    bench_dir: Path     # root/results/<system>/<benchmark>
+    data_dir: Path
+
+    @property
+    def backend(self) -> PyTorchBackend:
+        return PyTorchBackend(self.device, self.opts.precision, self.dist)
+
+
+def prepare(opts: RunOptions) -> Prepared:
+    """Validate the options against the rules, join the ranks, describe the system, check the data."""
     rules = get_rules(opts.benchmark, opts.rules_version, opts.rules_dir)
-    if opts.division not in ("closed", "open"):
+    if opts.division not in layout.DIVISIONS:
         raise UserError(f"--division {opts.division!r}: use closed or open")
     if opts.precision not in rules.precisions:
         raise UserError(f"--precision {opts.precision}: {rules.name} allows {', '.join(rules.precisions)}")
@@ -312,12 +335,11 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     check_batch_norm_batch(build_model, hp["global_batch_size"] // dist.world, rules.name)
     sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file)
     if dist.world > 1:  # several nodes: number_of_nodes and every node listed (a no-op on one node)
-        from trainmark.harness import scale_nodes
         sysdesc = scale_nodes.describe_nodes(sysdesc, dist, lambda: system.detect(str(device)))
     if opts.ceilings:
         sysdesc["measured_ceilings"] = ceilings_for(opts.ceilings, device)
     root = Path(opts.out) / opts.division / opts.submitter
-    bench_dir = root / "results" / sysdesc["system_name"] / rules.name
+    bench_dir = root / layout.RESULTS_DIR / sysdesc["system_name"] / rules.name
 
     data_dir = resolve_data_dir(rules, opts.data_dir)
     if opts.division == "closed":
@@ -325,11 +347,18 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         if problems:
             raise UserError(f"dataset in {data_dir} does not match rules {rules.version} "
                             f"(closed division needs the exact data): {'; '.join(problems)}")
+    return Prepared(opts, rules, ref, build_model, hp, trials, device, dist, sysdesc, root, bench_dir, data_dir)
 
+
+def resume(prep: Prepared) -> tuple[int, int]:
+    """(first trial to run, base seed), the same on every rank. Rank 0 checks that it can write, and
+    with ``--resume`` archives unfinished trials and refuses changed settings; then it writes the
+    system description and the implementation record."""
+    opts, rules, bench_dir, root = prep.opts, prep.rules, prep.bench_dir, prep.root
     start_at, base_seed = 1, opts.seed
-    if dist.is_main:
+    if prep.dist.is_main:
         try:
-            (root / "systems").mkdir(parents=True, exist_ok=True)
+            (root / layout.SYSTEMS_DIR).mkdir(parents=True, exist_ok=True)
             bench_dir.mkdir(parents=True, exist_ok=True)
             probe = bench_dir / ".write-test"
             probe.write_text("")
@@ -340,11 +369,11 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             if not opts.resume:
                 raise UserError(f"{bench_dir} already holds results: use --resume to continue after the last "
                                 "finished trial, or choose another --out")
-            repair_torn_log(bench_dir / "epochs.log")
+            repair_torn_log(bench_dir / layout.EPOCHS_LOG)
             done = finished_trials(bench_dir)
             if done:
-                refuse_changed_settings(read_trial_json(bench_dir, done[-1]), resume_settings(opts, rules, hp),
-                                        bench_dir / f"trial_{done[-1]}" / "trial.json")
+                refuse_changed_settings(read_trial_json(bench_dir, done[-1]), resume_settings(opts, rules, prep.hp),
+                                        bench_dir / layout.trial_dir(done[-1]) / layout.TRIAL_JSON)
             start_at = len(done) + 1
             for k in leftover_trials(bench_dir, start_at):
                 archive_attempt(bench_dir, k)
@@ -352,75 +381,86 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 first = read_trial_json(bench_dir, 1)
                 seed = first.get("seed") if first else None
                 if type(seed) is not int:
-                    raise UserError(f"{bench_dir / 'trial_1' / 'trial.json'}: seed {seed!r} is not an integer; "
-                                    "pass --seed to resume with the original base seed")
+                    raise UserError(f"{bench_dir / layout.trial_dir(1) / layout.TRIAL_JSON}: seed {seed!r} is not an "
+                                    "integer; pass --seed to resume with the original base seed")
                 base_seed = seed  # trial 1 used the base
-        write_json_atomic(root / "systems" / f"{sysdesc['system_name']}.json", sysdesc)
-        implementation.write_record(root, rules, sysdesc["system_name"], opts.division, opts.model,
+        write_json_atomic(root / layout.SYSTEMS_DIR / layout.system_file(prep.sysdesc["system_name"]), prep.sysdesc)
+        implementation.write_record(root, rules, prep.sysdesc["system_name"], opts.division, opts.model,
                                     {k: v if v is None or isinstance(v, (bool, int, float, dict)) else str(v)
                                      for k, v in asdict(opts).items()})
     if base_seed is None:
         base_seed = secrets.randbelow(2 ** 31 - 100_000)
-    base_seed = dist.broadcast_int(base_seed)
-    start_at = dist.broadcast_int(start_at)
+    base_seed = prep.dist.broadcast_int(base_seed)
+    start_at = prep.dist.broadcast_int(start_at)
+    return start_at, base_seed
 
-    data = ref.load_data(data_dir)
-    if ref.train_samples(data) < hp["global_batch_size"]:  # else every epoch ran 0 steps and the run exited 0
-        raise UserError(f"global batch size {hp['global_batch_size']} is larger than the {ref.train_samples(data)} "
-                        f"training samples: no training step would run (use a smaller --batch-size)")
+
+def run_benchmark(opts: RunOptions) -> RunSummary:
+    prep = prepare(opts)
+    start_at, base_seed = resume(prep)
+    rules, device, dist, bench_dir = prep.rules, prep.device, prep.dist, prep.bench_dir
+    data = prep.ref.load_data(prep.data_dir)
     meter = open_meter_for(device, dist, opts.energy_estimate_watts)
-    sync = torch.cuda.synchronize if device.type == "cuda" else None
     progress = TrialProgress(enabled=dist.is_main and not opts.quiet)
-    results: list[TrialResult] = []
     try:
         device_peak = peaks.device_peak(device)
     except (OSError, ValueError):  # no cpuinfo to derive from: utilization is then unknown, not guessed
         device_peak = None
-    dtype_used = autocast_for(device, opts.precision)[2]
-    ceiling = (sysdesc.get("measured_ceilings") or {}).get("tflops", {}).get(dtype_used.removeprefix("amp-"))
+    dtype_used = prep.backend.precision_label()
+    ceiling = (prep.sysdesc.get("measured_ceilings") or {}).get("tflops", {}).get(dtype_used.removeprefix("amp-"))
     peak_dtype, peak_tflops = (device_peak.peak_for_precision(dtype_used, device.type)
                                if device_peak else (None, None))
     meta_common = {"format_version": RESULT_FORMAT_VERSION, "benchmark": rules.name,
                    "rules_version": rules.version, "division": opts.division, "submitter": opts.submitter,
-                   "system_name": sysdesc["system_name"], "device": str(device), "precision": opts.precision,
-                   "hparams": hp, "model": opts.model or rules.reference_model["id"], "world_size": dist.world,
+                   "system_name": prep.sysdesc["system_name"], "device": str(device), "precision": opts.precision,
+                   "hparams": prep.hp, "model": opts.model or rules.reference_model["id"], "world_size": dist.world,
                    "peak": {"dtype": peak_dtype, "tflops": peak_tflops, "kind": device_peak.kind,
                             "source": device_peak.source} if device_peak else None}
+    results: list[TrialResult] = []
     meter.start()
     try:
-        for k in range(start_at, trials + 1):
+        for k in range(start_at, prep.trials + 1):
             cfg = TrialConfig(
                 benchmark=rules.name, trial=k, seed=base_seed + k - 1, division=opts.division,
-                submitter=opts.submitter, system_name=sysdesc["system_name"], rules_version=rules.version,
-                device=device, precision=opts.precision, hparams=hp, max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs),
+                submitter=opts.submitter, system_name=prep.sysdesc["system_name"], rules_version=rules.version,
+                device=device, precision=opts.precision, hparams=prep.hp,
+                max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs),
                 eval_every=rules.evaluation["every_epochs"],
                 target_reached=(lambda _v: False) if opts.full_curves else rules.reached,
                 metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling)
-            log = TrialLog(bench_dir / f"result_{k}.txt" if dist.is_main else None)
-            monitor = Monitor(meter, sync=sync)
-            sampler = open_telemetry(bench_dir / f"trial_{k}", meter, monitor, 1 / opts.telemetry_hz) \
-                if dist.is_main and opts.telemetry_hz else None
-            meta = {**meta_common, "trial": k, "seed": cfg.seed}
-            load = OtherLoad() if device.type == "cpu" else None  # a busy neighbour, measured, not guessed
-            try:
-                result, model = run_trial(ref, data, cfg, monitor, log,
-                                          lambda line: append_line(bench_dir / "epochs.log", line),
-                                          progress, dist, build_model)
-            except TrialInterrupted as stop:
-                if dist.is_main:
-                    save_trial_files(bench_dir, k, stop.model, stop.result, meta)
-                raise
-            finally:
-                log.close()
-                meta["other_cpu_load_pct"] = load.percent() if load else None
-                if sampler is not None:
-                    sampler.stop()  # idempotent: the trial stops it at run_stop; this covers a crash before
+            result = run_one_trial(prep, cfg, data, meter, progress, {**meta_common, "trial": k, "seed": cfg.seed})
             results.append(result)
-            if dist.is_main:
-                save_trial_files(bench_dir, k, model, result, meta)
-            if dist.world > 1 and result.status == "crashed":
+            if dist.world > 1 and result.status == TrialStatus.CRASHED.value:
                 break  # the process group is broken (a rank died, or collectives fell out of step): the run ends
     finally:
         progress.close()
         meter.stop()
     return RunSummary(bench_dir, results, rules.scoring["max_not_converged"], start_at)
+
+
+def run_one_trial(prep: Prepared, cfg: TrialConfig, data, meter, progress: TrialProgress,
+                  meta: dict[str, Any]) -> TrialResult:
+    """One trial with its own MLLOG, clock anchor and telemetry; rank 0 saves its files (also after Ctrl-C)."""
+    k, bench_dir, dist = cfg.trial, prep.bench_dir, prep.dist
+    log = mllog.TrialLogWriter(bench_dir / layout.result_file(k) if dist.is_main else None)
+    monitor = Monitor(meter, sync=torch.cuda.synchronize if prep.device.type == "cuda" else None)
+    sampler = open_telemetry(bench_dir / layout.trial_dir(k), meter, monitor, 1 / prep.opts.telemetry_hz) \
+        if dist.is_main and prep.opts.telemetry_hz else None
+    load = OtherLoad() if prep.device.type == "cpu" else None  # a busy neighbour, measured, not guessed
+    timeline = Timeline(monitor, log, nodes=lambda: scale_nodes.node_fields(meter))
+    try:
+        result, trainer = run_trial(cfg, prep.ref, data, prep.backend, timeline,
+                                    lambda line: append_line(bench_dir / layout.EPOCHS_LOG, line),
+                                    progress, prep.build_model)
+    except TrialInterrupted as stop:
+        if dist.is_main:
+            save_trial_files(bench_dir, k, stop.trainer, stop.result, meta)
+        raise
+    finally:
+        log.close()
+        meta["other_cpu_load_pct"] = load.percent() if load else None
+        if sampler is not None:
+            sampler.stop()  # idempotent: the trial stops it at run_stop; this covers a crash before
+    if dist.is_main:
+        save_trial_files(bench_dir, k, trainer, result, meta)
+    return result

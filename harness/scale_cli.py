@@ -25,13 +25,13 @@ def register(sub) -> None:
     p.add_argument("--node-rank", type=int, default=0, help="this node's rank when --nnodes > 1")
     p.add_argument("--rdzv-endpoint", help="HOST:PORT of node 0 (c10d rendezvous) when --nnodes > 1")
     p.add_argument("--device", default="cpu", help="cpu or cuda (each rank takes the GPU of its local rank)")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "amp"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "amp"], help="fp32 (default) or amp")
     p.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
                    help="synthetic: one resident batch (no input pipeline, no network); real: the dataset")
-    p.add_argument("--data-dir", type=Path)
+    p.add_argument("--data-dir", type=Path, help="dataset folder for --data real (default: the rules' location)")
     p.add_argument("--batch-size", type=int, help="global batch size (default: the rules')")
     p.add_argument("--steps", type=int, default=5, help="steps per timed block (default: %(default)s)")
-    p.add_argument("--warmup-steps", type=int, default=2)
+    p.add_argument("--warmup-steps", type=int, default=2, help="untimed steps before measuring (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3, help="timed blocks per kind; medians count (default: %(default)s)")
     p.add_argument("--min-gain", type=float, default=0.05,
                    help="saturation: the next world size adds less than this fraction (default: %(default)s)")
@@ -41,12 +41,13 @@ def register(sub) -> None:
                    help="projection: the link of a `trainmark ops --op allreduce --json` report")
     p.add_argument("--overlap", type=float, default=0.0,
                    help="projection: fraction of a compute time that hides all-reduce (0..1, default: %(default)s)")
-    p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))))
+    p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))),
+                   help="world sizes to project with the model (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("scale"), help="output folder (default: %(default)s)")
-    p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--rules-version")
-    p.add_argument("--rules-dir", type=Path)
+    p.add_argument("--no-plots", action="store_true", help="write JSON and CSV only, no scale.png")
+    p.add_argument("--rules-version", help="rules version (default: the latest)")
+    p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
     p.set_defaults(func=cmd_scale)
 
 

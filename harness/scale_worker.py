@@ -15,7 +15,6 @@ latency and bandwidth of the projection's ring model are fitted from those
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 import sys
 import time
@@ -72,7 +71,6 @@ def _main(argv: list[str] | None) -> int:
         parser.error("--benchmark and --global-batch are required unless --only-allreduce")
     import torch
     import torch.distributed as tdist
-    from torch import nn
 
     from trainmark.harness import distributed
     from trainmark.harness.files import write_json_atomic
@@ -88,7 +86,7 @@ def _main(argv: list[str] | None) -> int:
     result: dict = {"format": FORMAT, "world_size": dist.world, "torch_threads": torch.get_num_threads(),
                     "backend": tdist.get_backend() if dist.world > 1 else None}
     if not args.only_allreduce:
-        result.update(_measure_steps(args, dist, device, sync, barrier, torch, nn, resolve_precision))
+        result.update(_measure_steps(args, dist, device, sync, barrier, torch, resolve_precision))
     if sizes and dist.world > 1:
         result["allreduce"] = _measure_allreduce(sizes, args, dist, device, sync, barrier, torch, tdist)
     if dist.local_rank == 0:  # every node's first rank: the figures are gathered on all ranks, each node keeps them
@@ -97,7 +95,8 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
-def _measure_steps(args, dist, device, sync, barrier, torch, nn, resolve_precision) -> dict:
+def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) -> dict:
+    from trainmark.harness.framework import PyTorchBackend
     from trainmark.reference import registry
     from trainmark.rules.ruleset import get_rules
     from trainmark.rules import LATEST_VERSION
@@ -106,37 +105,16 @@ def _measure_steps(args, dist, device, sync, barrier, torch, nn, resolve_precisi
     ref = registry.for_rules(rules)
     hp = {**rules.defaults(), "global_batch_size": args.global_batch}
     local = args.global_batch // dist.world
-    torch.manual_seed(1234)  # the same initial weights on every rank (DDP broadcasts them anyway)
-    model = ref.build_model().to(device)
-    if getattr(ref, "channels_last", False):
-        model = model.to(memory_format=torch.channels_last)
-    model.train()
-    train_model = model
-    if dist.world > 1:
-        train_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer, scheduler = ref.make_optimizer(train_model, hp, 100)
-    autocast, scaler, label = resolve_precision(device, args.precision)
+    resolve_precision(device, args.precision)  # refuses a precision other than fp32 or amp
+    # the training step `trainmark run` times (the framework seam), DDP-wrapped over the ranks; the same
+    # initial weights on every rank (DDP broadcasts them anyway)
+    trainer = PyTorchBackend(device, args.precision, dist).trainer(ref, ref.build_model, hp, None, seed=1234,
+                                                                   count_flops=False, schedule_steps=100)
+    model, label = trainer.model, trainer.precision_used
     batches = _batches(ref, args, rules, local, dist, device, torch)
 
     def step(synced: bool):
-        batch = batches()
-        quiet = train_model.no_sync() if (not synced and dist.world > 1) else contextlib.nullcontext()
-        with quiet:
-            with autocast():
-                loss = ref.loss(train_model, batch, hp)
-            optimizer.zero_grad(set_to_none=True)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-            else:
-                loss.backward()
-        if scaler is not None:
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
+        trainer.step(batches(), sync=synced)
 
     params = [p for p in model.parameters() if p.requires_grad]
     grad_numel = sum(p.numel() for p in params)

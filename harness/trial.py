@@ -1,26 +1,26 @@
 """One trial: a fresh model trained epoch by epoch until it reaches the quality target.
 
-The loop owns the clock, the energy windows and both logs; the reference owns the model,
-the data and the recipe. Outcomes: ``converged`` (target reached), ``not_converged``
-(epoch cap), ``diverged`` (non-finite loss), ``aborted`` (Ctrl-C), ``crashed`` (exception).
+The loop reads top to bottom: initialise (untimed), then per epoch train, and evaluate when the
+rules say so, until the target, the epoch cap or divergence. The Timeline (harness/timeline.py)
+owns the clock, the energy windows and the MLLOG; the framework seam (harness/framework.py) owns
+the model and the training step; the reference owns the data and the recipe. Outcomes:
+``converged`` (target reached), ``not_converged`` (epoch cap), ``diverged`` (non-finite loss or
+metric), ``aborted`` (Ctrl-C), ``crashed`` (exception). No trial is dropped.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-import torch
-from torch import nn
-
-from trainmark.harness import epochlog, flops, scale_nodes
-from trainmark.harness.distributed import Dist
-from trainmark.harness.mllogger import ABORTED, SUCCESS, TrialLog
-from trainmark.harness.monitor import Monitor
+from trainmark.format import epochlog, mllog
+from trainmark.format.labels import TrialStatus, run_stop_status
+from trainmark.harness import flops, scale_nodes
+from trainmark.harness.framework import Backend, Trainer
+from trainmark.harness.monitor import Window
 from trainmark.harness.progress import TrialProgress
-from trainmark.harness.structure import describe
+from trainmark.harness.timeline import Timeline
 
 CHECK_EVERY_STEPS = 20  # how often the loss is read for the progress bar and divergence check
 
@@ -34,7 +34,7 @@ class TrialConfig:
     submitter: str
     system_name: str
     rules_version: str
-    device: torch.device
+    device: Any                 # the device the trial trains on (torch.device for PyTorch)
     precision: str              # fp32 | amp
     hparams: dict[str, Any]
     max_epochs: int
@@ -61,7 +61,7 @@ class EpochRecord:
 
 @dataclass
 class TrialResult:
-    status: str = "crashed"
+    status: str = TrialStatus.CRASHED.value
     epochs: int = 0
     final_metric: float | None = None
     train_time_s: float | None = None
@@ -95,29 +95,118 @@ class TrialResult:
         return d
 
 
-def autocast_for(device: torch.device, precision: str):
-    """(context factory, GradScaler or None, label) for the requested precision."""
-    if precision == "fp32":
-        return contextlib.nullcontext, None, "fp32"
-    if device.type == "cuda":
-        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    else:
-        dtype = torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
-    label = "amp-bf16" if dtype == torch.bfloat16 else "amp-fp16"
-    return (lambda: torch.autocast(device.type, dtype=dtype)), scaler, label
+def run_trial(cfg: TrialConfig, ref, data, backend: Backend, timeline: Timeline,
+              write_epoch_line: Callable[[str], None] = lambda line: None,
+              progress: TrialProgress | None = None,
+              build_model: Callable[[], Any] | None = None) -> tuple[TrialResult, Trainer | None]:
+    """Train one trial; every outcome is returned as a result, Ctrl-C re-raised after logging."""
+    meter, dist, progress = timeline.meter, backend.dist, progress or TrialProgress(False)
+    res = TrialResult(energy_method=meter.method, energy_reason=meter.reason,
+                      energy_scope=getattr(meter, "scope", None))
+    outcome, trainer = _Outcome(res, dist), None
+    with outcome:
+        with timeline.window("init", header=_header(cfg)) as init:
+            trainer = backend.trainer(ref, build_model or ref.build_model, cfg.hparams, data, cfg.seed)
+            res.precision_used, res.flops_per_step = trainer.precision_used, trainer.flops_per_step
+            timeline.settings(scale_nodes.rank_events(dist, trainer.local_batch), at=init.start.s)
+            timeline.settings(_settings(cfg, ref, data, trainer, res, meter), at=init.start.s)
+        res.init_time_s = init.window.seconds
+    if outcome.failed:
+        return outcome.finish(trainer)
+
+    eval_windows: list[Window] = []
+    with timeline.window("run") as run:
+        res.status = TrialStatus.NOT_CONVERGED.value
+        with outcome:
+            for epoch in range(1, cfg.max_epochs + 1):
+                last = res.history[-1].metric if res.history else None
+                progress.epoch(cfg.trial, epoch, cfg.max_epochs, trainer.steps_per_epoch,
+                               f"{cfg.metric_name} {last:.4f}" if last is not None else "")
+                record = _train_epoch(epoch, trainer, timeline, progress, res)
+                if trainer.diverged():
+                    res.status, res.error = TrialStatus.DIVERGED.value, f"non-finite training loss in epoch {epoch}"
+                    break
+                if epoch % cfg.eval_every and epoch != cfg.max_epochs:
+                    continue
+                metric = _evaluate(epoch, trainer, timeline, record, eval_windows)
+                if not math.isfinite(metric):  # both logs hold numbers only; the status tells the rest
+                    res.status, res.error = TrialStatus.DIVERGED.value, f"{cfg.metric_name} is {metric} after epoch {epoch}"
+                    break
+                res.final_metric = metric
+                if dist.is_main:
+                    write_epoch_line(epochlog.format_line(record.eval_time_unix, cfg.trial, epoch, metric))
+                progress.metric(f"{cfg.metric_name} {metric:.4f}")
+                if cfg.target_reached(metric):
+                    res.status = TrialStatus.CONVERGED.value
+                    break
+        _summarize(res, run.close(), eval_windows, cfg, timeline)
+        timeline.event(mllog.TRIAL_RESULT, res.summary(), at=run.window.end_s)
+        run.status = run_stop_status(res.status)
+    return outcome.finish(trainer)
 
 
-def _minus(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
+def _train_epoch(epoch: int, trainer: Trainer, timeline: Timeline, progress: TrialProgress,
+                 res: TrialResult) -> EpochRecord:
+    """One epoch's training window (samples counted over every rank), recorded in ``res``."""
+    with timeline.window("epoch", epoch) as ep:
+        samples = steps = 0
+        for steps, batch in enumerate(trainer.epoch_batches(epoch), start=1):
+            trainer.step(batch)
+            samples += trainer.samples_per_step
+            if steps % CHECK_EVERY_STEPS == 0:
+                progress.step(CHECK_EVERY_STEPS, trainer.loss_value())
+                if trainer.diverged():
+                    break
+        ep.fields[mllog.SAMPLES] = samples
+    w = ep.window
+    record = EpochRecord(epoch, w.seconds, w.joules, samples, energy_domains_j=w.domain_joules())
+    res.history.append(record)
+    res.steps += steps
+    res.epochs, res.train_samples = epoch, res.train_samples + samples
+    if timeline.telemetry is not None:
+        record.telemetry = timeline.telemetry.summarize(w.start_s, w.end_s)
+        timeline.event(mllog.TELEMETRY, record.telemetry, at=w.end_s, epoch_num=epoch)
+    return record
 
 
-def _domains_j(readings: dict | None) -> dict:
-    """MLLOG metadata with each energy domain's cumulative joules, where the meter has domains."""
-    return {} if readings is None else {"trainmark_energy_domains_j": readings}
+def _evaluate(epoch: int, trainer: Trainer, timeline: Timeline, record: EpochRecord,
+              eval_windows: list[Window]) -> float:
+    """The evaluation window after ``epoch``; a non-finite metric is returned, never logged."""
+    with timeline.window("eval", epoch) as ev:
+        metric = trainer.evaluate()
+        end = ev.close()
+        if math.isfinite(metric):
+            timeline.eval_accuracy(metric, epoch, at=end.end_s)
+    eval_windows.append(ev.window)
+    record.eval_s, record.eval_j = ev.window.seconds, ev.window.joules
+    record.metric = metric if math.isfinite(metric) else None  # JSON holds numbers only
+    record.eval_time_unix = timeline.wall_s(ev.window.end_s)
+    return metric
 
 
-def domain_energies(meter, run, eval_windows) -> dict | None:
+def _summarize(res: TrialResult, run: Window, eval_windows: list[Window], cfg: TrialConfig,
+               timeline: Timeline) -> None:
+    """Time and energy with and without evaluation, throughput and utilization, from the windows."""
+    res.total_time_s = run.seconds
+    res.eval_time_s = sum(w.seconds for w in eval_windows)
+    res.train_time_s = res.total_time_s - res.eval_time_s
+    res.total_energy_j = run.joules
+    eval_j = [w.joules for w in eval_windows]
+    res.train_energy_j = None if None in eval_j or run.joules is None else run.joules - sum(eval_j)
+    res.energy_domains = domain_energies(timeline.meter, run, eval_windows)
+    res.energy_reason = timeline.meter.reason  # a domain that failed mid-run says so here
+    if timeline.telemetry is not None:
+        res.telemetry = timeline.telemetry.stop()
+    if res.train_time_s > 0:
+        res.train_samples_per_s = res.train_samples / res.train_time_s
+        res.achieved_tflops = flops.achieved_tflops(res.flops_per_step, res.steps, res.train_time_s)
+        res.peak_tflops = cfg.peak_tflops
+        res.utilization = flops.utilization(res.achieved_tflops, cfg.peak_tflops)
+        res.ceiling_tflops = cfg.ceiling_tflops
+        res.utilization_of_ceiling = flops.utilization(res.achieved_tflops, cfg.ceiling_tflops)
+
+
+def domain_energies(meter, run: Window, eval_windows: list[Window]) -> dict | None:
     """Per domain: how it is measured, and joules of the run with and without evaluation (None: not measured)."""
     total = run.domain_joules()
     if total is None:
@@ -132,180 +221,57 @@ def domain_energies(meter, run, eval_windows) -> dict | None:
     return out
 
 
-def run_trial(ref, data, cfg: TrialConfig, monitor: Monitor, log: TrialLog,
-              write_epoch_line: Callable[[str], None], progress: TrialProgress, dist: Dist,
-              build_model: Callable[[], nn.Module]) -> tuple[TrialResult, nn.Module | None]:
-    """Train one trial; every outcome is returned as a result, Ctrl-C re-raised after logging."""
-    res = TrialResult(energy_method=monitor.meter.method, energy_reason=monitor.meter.reason,
-                      energy_scope=getattr(monitor.meter, "scope", None))
-    hp, device = cfg.hparams, cfg.device
-    ms = monitor.wall_ms
-    model = None
-    eval_windows = []
-    interrupted = None
-    run_open = False
-    try:
-        init_start = monitor.begin_window("init")
-        for key, value in (("submission_benchmark", cfg.benchmark), ("submission_division", cfg.division),
-                           ("submission_org", cfg.submitter), ("submission_platform", cfg.system_name),
-                           ("submission_status", "onprem"), ("trainmark_rules_version", cfg.rules_version),
-                           ("trainmark_trial", cfg.trial), ("cache_clear", True)):
-            log.event(key, value, ms(init_start.s))
-        log.start("init_start", ms(init_start.s))
-        torch.manual_seed(cfg.seed)
-        generator = torch.Generator().manual_seed(cfg.seed)
-        model = build_model().to(device)
-        if getattr(ref, "channels_last", False):
-            model = model.to(memory_format=torch.channels_last)
-        structure = describe(model)
-        train_model = model
-        if dist.world > 1:
-            train_model = nn.parallel.DistributedDataParallel(
-                model, device_ids=[device.index] if device.type == "cuda" else None)
-        local_batch = hp["global_batch_size"] // dist.world
-        steps_per_epoch = (ref.train_samples(data) // dist.world) // local_batch
-        optimizer, scheduler = ref.make_optimizer(train_model, hp, steps_per_epoch)
-        autocast, scaler, res.precision_used = autocast_for(device, cfg.precision)
-        res.flops_per_step = count_step_flops(ref, model, hp, device)
-        for key, value in scale_nodes.rank_events(dist, local_batch):  # world size, local batch, nodes (RANK-*)
-            log.event(key, value, ms(init_start.s))
-        # gradient_accumulation_steps: MLPerf's closed rules require it; the harness never accumulates
-        accumulation = () if "gradient_accumulation_steps" in hp else (("gradient_accumulation_steps", 1),)
-        for key, value in (("seed", cfg.seed), *hp.items(), *accumulation, ("train_samples", ref.train_samples(data)),
-                           ("eval_samples", ref.eval_samples(data)), ("trainmark_precision", res.precision_used),
-                           ("trainmark_model_fingerprint", structure["fingerprint"]),
-                           ("trainmark_parameter_count", structure["parameter_count"]),
-                           ("trainmark_flops_per_step", res.flops_per_step),
-                           ("trainmark_energy_method", res.energy_method),
-                           ("trainmark_energy_scope", res.energy_scope),
-                           ("trainmark_energy_domains", getattr(monitor.meter, "describe", dict)())):
-            log.event(key, value, ms(init_start.s))
-        init = monitor.end_window("init")
-        res.init_time_s = init.seconds
-        log.end("init_stop", ms(init.end_s))
+def _header(cfg: TrialConfig) -> dict[str, Any]:
+    return {"benchmark": cfg.benchmark, "division": cfg.division, "org": cfg.submitter,
+            "platform": cfg.system_name, "rules_version": cfg.rules_version, "trial": cfg.trial}
 
-        run_start = monitor.begin_window("run")
-        run_open = True
-        log.start("run_start", ms(run_start.s), trainmark_energy_j=run_start.j, **_domains_j(run_start.domains_j),
-                  **scale_nodes.node_fields(monitor.meter))
-        res.status = "not_converged"
-        for epoch in range(1, cfg.max_epochs + 1):
-            last = res.history[-1].metric if res.history else None
-            progress.epoch(cfg.trial, epoch, cfg.max_epochs, steps_per_epoch,
-                           f"{cfg.metric_name} {last:.4f}" if last is not None else "")
-            epoch_start = monitor.begin_window("epoch")
-            log.start("epoch_start", ms(epoch_start.s), epoch_num=epoch, trainmark_energy_j=epoch_start.j,
-                      **_domains_j(epoch_start.domains_j))
-            train_model.train()
-            nonfinite = torch.zeros((), dtype=torch.bool, device=device)
-            samples = step = 0
-            for step, batch in enumerate(ref.train_batches(data, epoch, local_batch, generator,
-                                                           dist.rank, dist.world), start=1):
-                batch = ref.to_device(batch, device, train=True)
-                with autocast():
-                    loss = ref.loss(train_model, batch, hp)
-                optimizer.zero_grad(set_to_none=True)
-                if scaler is not None:
-                    scaler.scale(loss).backward()
-                    scaler.step(optimizer)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    optimizer.step()
-                scheduler.step()
-                nonfinite |= ~torch.isfinite(loss.detach())
-                samples += local_batch * dist.world
-                if step % CHECK_EVERY_STEPS == 0:
-                    progress.step(CHECK_EVERY_STEPS, loss.item())
-                    if dist.any(bool(nonfinite), device):
-                        break
-            res.steps += step
-            ep = monitor.end_window("epoch")
-            record = EpochRecord(epoch, ep.seconds, ep.joules, samples, energy_domains_j=ep.domain_joules())
-            res.history.append(record)
-            res.epochs, res.train_samples = epoch, res.train_samples + samples
-            log.end("epoch_stop", ms(ep.end_s), epoch_num=epoch, trainmark_energy_j=ep.end_j, trainmark_train_energy_j=ep.joules,
-                    trainmark_samples=samples, **_domains_j(ep.end_domains_j))
-            if monitor.telemetry is not None:
-                record.telemetry = monitor.telemetry.summarize(ep.start_s, ep.end_s)
-                log.event("trainmark_telemetry", record.telemetry, ms(ep.end_s), epoch_num=epoch)
-            if dist.any(bool(nonfinite), device):
-                res.status = "diverged"
-                res.error = f"non-finite training loss in epoch {epoch}"
-                break
-            if epoch % cfg.eval_every and epoch != cfg.max_epochs:
-                continue
-            eval_start = monitor.begin_window("eval")
-            log.start("eval_start", ms(eval_start.s), epoch_num=epoch, trainmark_energy_j=eval_start.j,
-                      **_domains_j(eval_start.domains_j))
-            train_model.eval()
-            with autocast():
-                sums = dist.sum(list(ref.evaluate(model, data, device, dist.rank, dist.world)), device)
-            metric = ref.finalize_metric(*sums)
-            ev = monitor.end_window("eval")
-            eval_windows.append(ev)
-            finite = math.isfinite(metric)
-            record.eval_s, record.eval_j = ev.seconds, ev.joules
-            record.metric = metric if finite else None  # JSON holds numbers only; the status tells the rest
-            record.eval_time_unix = monitor.wall_s(ev.end_s)
-            if finite:  # both logs hold numbers only; a non-finite metric is told by the status
-                res.final_metric = metric
-                log.event("eval_accuracy", metric, ms(ev.end_s), epoch_num=epoch)
-            log.end("eval_stop", ms(ev.end_s), epoch_num=epoch, trainmark_energy_j=ev.end_j,
-                    trainmark_eval_energy_j=ev.joules, **_domains_j(ev.end_domains_j))
-            if not finite:
-                res.status, res.error = "diverged", f"{cfg.metric_name} is {metric} after epoch {epoch}"
-                break
-            if dist.is_main:
-                write_epoch_line(epochlog.format_line(record.eval_time_unix, cfg.trial, epoch, metric))
-            progress.metric(f"{cfg.metric_name} {metric:.4f}")
-            if cfg.target_reached(metric):
-                res.status = "converged"
-                break
-    except KeyboardInterrupt as exc:
-        res.status, res.error, interrupted = "aborted", "interrupted by the user (Ctrl-C)", exc
-    except Exception as exc:  # noqa: BLE001 - a crashed trial is recorded, never dropped
-        res.status = "crashed"
-        res.error = f"{scale_nodes.dead_ranks_note(dist)}{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
-    if run_open:
-        run = monitor.end_window("run")
-        res.total_time_s = run.seconds
-        res.eval_time_s = sum(w.seconds for w in eval_windows)
-        res.train_time_s = res.total_time_s - res.eval_time_s
-        res.total_energy_j = run.joules
-        eval_j = [w.joules for w in eval_windows]
-        res.train_energy_j = None if None in eval_j else _minus(run.joules, sum(eval_j))
-        res.energy_domains = domain_energies(monitor.meter, run, eval_windows)
-        res.energy_reason = monitor.meter.reason  # a domain that failed mid-run says so here
-        if monitor.telemetry is not None:
-            res.telemetry = monitor.telemetry.stop()
-        if res.train_time_s > 0:
-            res.train_samples_per_s = res.train_samples / res.train_time_s
-            res.achieved_tflops = flops.achieved_tflops(res.flops_per_step, res.steps, res.train_time_s)
-            res.peak_tflops = cfg.peak_tflops
-            res.utilization = flops.utilization(res.achieved_tflops, cfg.peak_tflops)
-            res.ceiling_tflops = cfg.ceiling_tflops
-            res.utilization_of_ceiling = flops.utilization(res.achieved_tflops, cfg.ceiling_tflops)
-        log.event("trainmark_trial_result", res.summary(), ms(run.end_s))
-        log.end("run_stop", ms(run.end_s), status=SUCCESS if res.status == "converged" else ABORTED,
-                trainmark_energy_j=run.end_j, **_domains_j(run.end_domains_j),
-                **scale_nodes.node_fields(monitor.meter))
-    if interrupted is not None:
-        raise TrialInterrupted(res, model) from interrupted
-    return res, model
+
+def _settings(cfg: TrialConfig, ref, data, trainer: Trainer, res: TrialResult, meter) -> list[tuple[str, Any]]:
+    """The trial's settings, logged once during init (MLPerf's keys where MLPerf has them)."""
+    hp = cfg.hparams
+    # gradient_accumulation_steps: MLPerf's closed rules require it; the harness never accumulates
+    accumulation = () if "gradient_accumulation_steps" in hp else ((mllog.GRADIENT_ACCUMULATION_STEPS, 1),)
+    return [(mllog.SEED, cfg.seed), *hp.items(), *accumulation,
+            (mllog.TRAIN_SAMPLES, ref.train_samples(data)), (mllog.EVAL_SAMPLES, ref.eval_samples(data)),
+            (mllog.PRECISION, res.precision_used), (mllog.MODEL_FINGERPRINT, trainer.structure["fingerprint"]),
+            (mllog.PARAMETER_COUNT, trainer.structure["parameter_count"]),
+            (mllog.FLOPS_PER_STEP, res.flops_per_step), (mllog.ENERGY_METHOD, res.energy_method),
+            (mllog.ENERGY_SCOPE, res.energy_scope), (mllog.ENERGY_DOMAINS, getattr(meter, "describe", dict)())]
+
+
+class _Outcome:
+    """Records Ctrl-C and crashes in the result (a trial is never dropped); ``finish`` re-raises Ctrl-C."""
+
+    def __init__(self, res: TrialResult, dist):
+        self.res, self.dist, self.failed, self.interrupted = res, dist, False, None
+
+    def __enter__(self) -> "_Outcome":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is None:
+            return False
+        if issubclass(kind, KeyboardInterrupt):
+            self.res.status, self.res.error = TrialStatus.ABORTED.value, "interrupted by the user (Ctrl-C)"
+            self.interrupted = exc
+        elif issubclass(kind, Exception):  # noqa: BLE001 - a crashed trial is recorded, never dropped
+            self.res.status = TrialStatus.CRASHED.value
+            self.res.error = (f"{scale_nodes.dead_ranks_note(self.dist)}{kind.__name__}: {exc}\n"
+                              + "".join(traceback.format_exception(kind, exc, tb, limit=8)))
+        else:
+            return False
+        self.failed = True
+        return True
+
+    def finish(self, trainer: Trainer | None) -> tuple[TrialResult, Trainer | None]:
+        if self.interrupted is not None:
+            raise TrialInterrupted(self.res, trainer) from self.interrupted
+        return self.res, trainer
 
 
 class TrialInterrupted(KeyboardInterrupt):
     """Ctrl-C during a trial, carrying what was recorded so the runner can save it."""
 
-    def __init__(self, result: TrialResult, model: nn.Module | None):
+    def __init__(self, result: TrialResult, trainer: Trainer | None):
         super().__init__("trial interrupted")
-        self.result, self.model = result, model
-
-
-def count_step_flops(ref, model: nn.Module, hp: dict[str, Any], device: torch.device) -> int | None:
-    """Model FLOPs of one training step at the global batch size (None where uncountable)."""
-    batch = ref.to_device(ref.synthetic_batch(hp["global_batch_size"], "cpu"), device, train=True)
-    inputs, targets = ref.split_batch(batch)
-    count = flops.training_flops_per_step(model, inputs, lambda out, t: ref.criterion(out, t, hp), targets=targets)
-    return count.total
+        self.result, self.trainer = result, trainer

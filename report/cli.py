@@ -59,15 +59,15 @@ def register(subparsers) -> None:
     p.add_argument("--threshold", type=float, default=0.05, help="a slowdown counts beyond this fraction (0.05: 5 %%)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the one-sided Welch test")
     p.add_argument("--json", action="store_true", help="print JSON (schema trainmark-compare/1)")
-    p.add_argument("--format", choices=("text", "md"), default="text")
+    p.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or md for a CI comment")
     _common(p)
     p.set_defaults(func=run_compare)
 
     p = subparsers.add_parser("table", help="results table in MLPerf's published shape (CSV, Markdown, JSON)",
                               description=__import__("trainmark.report.table", fromlist=["x"]).__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", type=Path, nargs="+", metavar="FOLDER")
-    p.add_argument("--format", choices=("csv", "md", "json"), default="csv")
+    p.add_argument("paths", type=Path, nargs="+", metavar="FOLDER", help="result folders or archives (one or more)")
+    p.add_argument("--format", choices=("csv", "md", "json"), default="csv", help="csv (default), md or json")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (default: standard output)")
     _common(p)
     p.set_defaults(func=run_table)

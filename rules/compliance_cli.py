@@ -21,7 +21,7 @@ from trainmark.errors import UserError
 def register_compliance(rules_subparsers, version_args) -> None:
     """Add ``compliance`` under ``trainmark rules`` (``version_args`` adds --rules-version/--rules-dir)."""
     p = rules_subparsers.add_parser("compliance", help="print the mlperf-logging compliance config the checker uses")
-    p.add_argument("benchmark")
+    p.add_argument("benchmark", help="benchmark name (trainmark rules list)")
     p.add_argument("--division", default="closed", help="closed or open (default: %(default)s)")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the config to FILE instead of stdout")
     version_args(p)

@@ -272,8 +272,8 @@ def test_rules_docs_default_output_is_the_package_docs(tmp_path, monkeypatch):
 
 
 def test_mllog_metadata_has_no_absolute_source_path(tmp_path):
-    from trainmark.harness.mllogger import TrialLog
-    log = TrialLog(tmp_path / "r.txt")
+    from trainmark.format.mllog import TrialLogWriter
+    log = TrialLogWriter(tmp_path / "r.txt")
     log.event("seed", 1, 5)
     log.close()
     record = json.loads((tmp_path / "r.txt").read_text().split(":::MLLOG ", 1)[1])

@@ -145,3 +145,14 @@ def test_a_noisy_set_of_trials_is_a_warning_naming_the_other_load(tmp_path):
 def test_steady_trials_give_no_spread_warning(tmp_path):
     report = _spread_submission(tmp_path, [30, 36, 30, 36, 30], [0.5, 1.0, 2.0, 0.4, 0.8])
     assert "SPREAD-001" not in rules_of(report)
+
+
+@pytest.mark.parametrize("text,why", [('"train_time_s": 1' + "0" * 400, "beyond 64 bits"),
+                                      ('"seed": 1, "seed": 2', "more than once")])
+def test_trial_json_with_huge_numbers_or_repeated_keys_is_one_finding(submission_copy, text, why):
+    path = submission_copy / BENCH / "trial_1" / "trial.json"
+    path.write_text(path.read_text().replace("{", "{" + text + ", ", 1))
+    report = check_path(submission_copy, TINY)
+    found = [f for f in report.findings if f.rule == "TRIALJSON-001"]
+    assert found and why in found[0].message
+    assert "CHECKER-001" not in rules_of(report)

@@ -8,11 +8,11 @@ import torch
 from conftest import TEST_RULES, TinyTest
 from trainmark.errors import UserError
 from trainmark.format import epochlog
-from trainmark.harness.distributed import Dist
-from trainmark.harness.mllogger import TrialLog
+from trainmark.format.mllog import TrialLogWriter
+from trainmark.harness.framework import PyTorchBackend
 from trainmark.harness.monitor import Monitor
-from trainmark.harness.progress import TrialProgress
 from trainmark.harness.run import RunOptions, run_benchmark
+from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, run_trial
 from trainmark.rules import get_rules
 
@@ -27,6 +27,9 @@ class FakeMeter:
 
     def joules(self):
         return 100.0 * self.clock()
+
+
+CPU = PyTorchBackend(torch.device("cpu"), "fp32")
 
 
 def trial_config(rules, **kw):
@@ -51,9 +54,8 @@ def test_eval_windows_are_excluded_from_train_time_and_energy(tmp_path):
     monitor = Monitor(FakeMeter(lambda: t[0]), clock=lambda: t[0], wall=lambda: 1.8e9)
     lines = []
     ref = TinyTest()
-    log = TrialLog(tmp_path / "result_1.txt")
-    res, model = run_trial(ref, ref.load_data(None), trial_config(rules), monitor, log, lines.append,
-                           TrialProgress(False), Dist(), ref.build_model)
+    log = TrialLogWriter(tmp_path / "result_1.txt")
+    res, _ = run_trial(trial_config(rules), ref, ref.load_data(None), CPU, Timeline(monitor, log), lines.append)
     log.close()
     steps_per_epoch = 512 // 32
     assert res.status == "converged" and res.epochs == 3
@@ -82,15 +84,15 @@ def test_eval_windows_are_excluded_from_train_time_and_energy(tmp_path):
     assert {e["key"] for e in ev} >= {"seed", "global_batch_size", "opt_base_learning_rate", "init_start",
                                       "init_stop", "epoch_start", "epoch_stop", "train_samples", "eval_samples",
                                       "trainmark_model_fingerprint", "trainmark_flops_per_step"}
-    assert all(e["metadata"]["file"].endswith("trial.py") for e in ev)
+    assert {e["metadata"]["file"] for e in ev} <= {"harness/trial.py", "harness/timeline.py"}
 
 
 def test_epoch_cap_marks_not_converged(tmp_path):
     rules = get_rules("tiny-test", rules_root=TEST_RULES)
     TinyTest.metric_override = staticmethod(lambda: 0.1)
     ref = TinyTest()
-    res, _ = run_trial(ref, ref.load_data(None), trial_config(rules, max_epochs=2), Monitor(FakeMeter(lambda: 0)),
-                       TrialLog(None), lambda _: None, TrialProgress(False), Dist(), ref.build_model)
+    res, _ = run_trial(trial_config(rules, max_epochs=2), ref, ref.load_data(None), CPU,
+                       Timeline(Monitor(FakeMeter(lambda: 0)), TrialLogWriter(None)))
     assert res.status == "not_converged" and res.epochs == 2 and res.final_metric == 0.1
 
 
@@ -192,9 +194,9 @@ def test_non_finite_metric_is_diverged_and_never_logged(tmp_path):
     TinyTest.metric_override = staticmethod(lambda: next(values))
     lines = []
     ref = TinyTest()
-    log = TrialLog(tmp_path / "result_1.txt")
-    res, _ = run_trial(ref, ref.load_data(None), trial_config(rules), Monitor(FakeMeter(lambda: 0)), log,
-                       lines.append, TrialProgress(False), Dist(), ref.build_model)
+    log = TrialLogWriter(tmp_path / "result_1.txt")
+    res, _ = run_trial(trial_config(rules), ref, ref.load_data(None), CPU, Timeline(Monitor(FakeMeter(lambda: 0)), log),
+                       lines.append)
     log.close()
     assert res.status == "diverged" and res.epochs == 2 and res.final_metric == 0.5 and "inf" in res.error
     assert len(lines) == 1
