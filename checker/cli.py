@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from pathlib import Path
 
 from trainmark.errors import UserError

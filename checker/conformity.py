@@ -76,7 +76,7 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
         text = raw.decode("utf-8")
         desc = json.loads(text)
     except RecursionError:
-        findings.add("CONFORM-001", rel, f"JSON nested too deeply", expected="structure JSON")
+        findings.add("CONFORM-001", rel, "JSON nested too deeply", expected="structure JSON")
         return None, ""
     except (UnicodeDecodeError, ValueError) as exc:
         findings.add("CONFORM-001", rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
@@ -88,7 +88,7 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
         return None, text
     recomputed = structure.fingerprint(desc)
     if recomputed != desc["fingerprint"]:
-        findings.add("CONFORM-001", rel, f"the fingerprint does not match the described structure (edited?)",
+        findings.add("CONFORM-001", rel, "the fingerprint does not match the described structure (edited?)",
                      line=_line_of(text, "fingerprint", desc["fingerprint"]), expected=recomputed,
                      seen=desc["fingerprint"])
     count = sum(math.prod(p["shape"]) for p in desc["parameters"])
@@ -170,7 +170,7 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
         return
     differences = _ordered(structure.diff(reference, desc, limit=10**6))
     if division == "closed":
-        findings.add("CONFORM-002", rel, f"the model is not the reference model: " + "; ".join(differences),
+        findings.add("CONFORM-002", rel, "the model is not the reference model: " + "; ".join(differences),
                      line=_first_difference_line(text, reference, desc), expected=reference["fingerprint"],
                      seen=desc["fingerprint"])
         return

@@ -1,7 +1,6 @@
 """Read one small JSON object from a submitted folder: capped, depth-bounded, every failure a finding."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from trainmark.checker.findings import Findings

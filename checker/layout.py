@@ -17,7 +17,6 @@ from trainmark.checker.safefs import (Entry, Missing, SafeTree, UnsafeEntry, lin
 from trainmark.errors import UserError
 from trainmark.format.layout import DIVISIONS, NAME
 
-LEVELS = ("submission", "division", "submitter", "system", "benchmark")
 
 
 @dataclass

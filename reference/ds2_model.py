@@ -48,11 +48,6 @@ class DeepSpeech2(nn.Module):
         self.out_norm = nn.BatchNorm1d(rnn_hidden)
         self.fc = nn.Linear(rnn_hidden, n_classes, bias=False)
 
-    def output_lengths(self, lengths: torch.Tensor) -> torch.Tensor:
-        for c in self.convs:
-            lengths = c.out_len(lengths, 1)
-        return lengths
-
     def forward(self, feats: torch.Tensor, lengths: torch.Tensor):
         """feats [B, F, T], lengths [B] -> (log-probabilities [T', B, classes] float32, lengths [B])."""
         x = feats.unsqueeze(1)

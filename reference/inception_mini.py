@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import torch
 from torch import nn
 from torchvision.models.inception import (BasicConv2d, Inception3, InceptionA, InceptionAux, InceptionB,
                                           InceptionC, InceptionD, InceptionE)

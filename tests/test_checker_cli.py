@@ -120,3 +120,15 @@ def test_the_finding_code_table_is_generated_from_the_catalogue():
 
     text = DOCS.read_text(encoding="utf-8")
     assert catalog_docs.updated(text) == text, "docs/checker.md is stale: run `trainmark rules docs`"
+
+
+def test_every_code_a_module_names_is_in_the_catalogue():
+    """A typo in a finding code would raise only when that finding fires: catch it here instead."""
+    root = Path(__file__).resolve().parents[1]
+    named = {}
+    for path in [*root.glob("checker/*.py"), *root.glob("report/*.py"), *root.glob("rules/*.py")]:
+        for code in re.findall(r"[\"']([A-Z]{2,12}-\d{3})[\"'#]", path.read_text(encoding="utf-8")):
+            named.setdefault(code, path.name)
+    unknown = {code: where for code, where in named.items() if code not in RULE_IDS}
+    assert unknown == {}
+    assert len(named) >= len(RULE_IDS) * 0.9  # the scan does see the codes in use

@@ -178,7 +178,7 @@ def test_mllog_008_energy_summary_is_a_warning(root):
         return record
     line = synthetic.edit_mllog(result_file(root, 1), "trainmark_trial_result", energy)
     report = check_path(root, TINY)
-    assert_finding(report, "MLLOG-008", f"{BENCH}/result_1.txt", line).severity == "warning"
+    assert assert_finding(report, "MLLOG-008", f"{BENCH}/result_1.txt", line).severity == "warning"
     assert report.exit_code == 0
 
 
@@ -288,7 +288,7 @@ def test_trial_002_wrong_count(tmp_path):
     synthetic.write_submission(tmp_path, RULES, synthetic.tiny_reference_model(),
                                plans=synthetic.default_plans(RULES, 6))
     report = check_path(tmp_path, TINY)
-    assert_finding(report, "TRIAL-002", BENCH, None).seen == "6"
+    assert assert_finding(report, "TRIAL-002", BENCH, None).seen == "6"
 
 
 def test_seed_001_not_an_integer_or_missing(root):
@@ -354,7 +354,7 @@ def test_layout_003_required_files_missing(root):
 def test_layout_004_unexpected_entry_is_a_warning(root):
     (root / BENCH / "notes.txt").write_text("hello")
     report = check_path(root, TINY)
-    assert_finding(report, "LAYOUT-004", f"{BENCH}/notes.txt", None).severity == "warning"
+    assert assert_finding(report, "LAYOUT-004", f"{BENCH}/notes.txt", None).severity == "warning"
     assert report.exit_code == 0
 
 

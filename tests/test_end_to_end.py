@@ -5,7 +5,6 @@ so two trials take about a minute on 2 CPU cores; the shipped target is reached 
 committed under submissions/.
 """
 import json
-from pathlib import Path
 
 import pytest
 
