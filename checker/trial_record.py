@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainmark.checker.mllog_read import Event
+from trainmark.format import mllog  # the MLLOG keys, spelled once
 from trainmark.rules.ruleset import BenchmarkRules
 
 
@@ -61,7 +62,7 @@ class TrialRecord:
 
     @property
     def status(self) -> str | None:
-        status = self.run_stop.metadata.get("status") if self.run_stop else None
+        status = self.run_stop.metadata.get(mllog.STATUS) if self.run_stop else None
         return status if isinstance(status, str) else None
 
     @property
@@ -81,34 +82,34 @@ def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRul
     eval_open: float | None = None
     eval_ms = 0.0
     unmatched = 0
-    readings: dict[str, list[tuple[Any, int]]] = {"run_start": [], "run_stop": [], "eval_start": [], "eval_stop": []}
+    readings: dict[str, list[tuple[Any, int]]] = {mllog.RUN_START: [], mllog.RUN_STOP: [], mllog.EVAL_START: [], mllog.EVAL_STOP: []}
     for e in events:
         record.points.setdefault(e.key, Logged(e.value, e.line))
         if e.key in readings:
-            readings[e.key].append((e.metadata.get("trainmark_energy_j"), e.line))
-        if e.key == "init_start" and init_start is None:
+            readings[e.key].append((e.metadata.get(mllog.ENERGY_J), e.line))
+        if e.key == mllog.INIT_START and init_start is None:
             init_start = e.time_ms
-        elif e.key == "init_stop" and init_stop is None:
+        elif e.key == mllog.INIT_STOP and init_stop is None:
             init_stop = e.time_ms
-        elif e.key == "run_start" and record.run_start_ms is None:
+        elif e.key == mllog.RUN_START and record.run_start_ms is None:
             record.run_start_ms = e.time_ms
-        elif e.key == "run_stop" and record.run_stop is None:
+        elif e.key == mllog.RUN_STOP and record.run_stop is None:
             record.run_stop = e
-        elif e.key == "epoch_stop":
+        elif e.key == mllog.EPOCH_STOP:
             record.epochs_trained += 1
-        elif e.key == "eval_start":
+        elif e.key == mllog.EVAL_START:
             unmatched += eval_open is not None
             eval_open = e.time_ms
-        elif e.key == "eval_accuracy":
-            record.evals.append(EvalRecord(e.metadata.get("epoch_num"), e.value, e.line))
-        elif e.key == "eval_stop":
+        elif e.key == mllog.EVAL_ACCURACY:
+            record.evals.append(EvalRecord(e.metadata.get(mllog.EPOCH_NUM), e.value, e.line))
+        elif e.key == mllog.EVAL_STOP:
             if eval_open is None:
                 unmatched += 1
             else:
                 eval_ms += e.time_ms - eval_open
                 eval_open = None
             for ev in record.evals:
-                if ev.epoch == e.metadata.get("epoch_num") and ev.stop_ms is None:
+                if ev.epoch == e.metadata.get(mllog.EPOCH_NUM) and ev.stop_ms is None:
                     ev.stop_ms, ev.stop_line = e.time_ms, e.line
     unmatched += eval_open is not None
     if init_start is not None and init_stop is not None:
@@ -143,17 +144,17 @@ def _energies(record: TrialRecord, readings: dict[str, list[tuple[Any, int]]]) -
     for key, values in readings.items():
         for value, line in values:
             if _number(value) is None:
-                summary = record.value("trainmark_trial_result")
+                summary = record.value(mllog.TRIAL_RESULT)
                 said = summary.get("energy_reason") if isinstance(summary, dict) else None
                 record.energy_reason = (f"{key}'s trainmark_energy_j is {value!r} (line {line}, energy method "
-                                        f"{record.value('trainmark_energy_method')!r})"
+                                        f"{record.value(mllog.ENERGY_METHOD)!r})"
                                         + (f"; the harness says: {said}" if isinstance(said, str) and said else ""))
                 return
-    if len(readings["run_start"]) != 1 or len(readings["run_stop"]) != 1 or \
-            len(readings["eval_start"]) != len(readings["eval_stop"]):
+    if len(readings[mllog.RUN_START]) != 1 or len(readings[mllog.RUN_STOP]) != 1 or \
+            len(readings[mllog.EVAL_START]) != len(readings[mllog.EVAL_STOP]):
         record.energy_reason = "run or eval windows without their pair: energy not known"
         return
-    total = float(readings["run_stop"][0][0]) - float(readings["run_start"][0][0])
-    evals = sum(float(b[0]) - float(a[0]) for a, b in zip(readings["eval_start"], readings["eval_stop"]))
+    total = float(readings[mllog.RUN_STOP][0][0]) - float(readings[mllog.RUN_START][0][0])
+    evals = sum(float(b[0]) - float(a[0]) for a, b in zip(readings[mllog.EVAL_START], readings[mllog.EVAL_STOP]))
     record.total_energy_j = total
     record.train_energy_j = total - evals

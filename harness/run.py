@@ -24,10 +24,9 @@ import torch
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.errors import UserError
 from trainmark.format import epochlog, layout, mllog
-from trainmark.format.labels import UNFINISHED, MISSED, TrialStatus
-from trainmark.harness import distributed, energy, implementation, peaks, scale_nodes, system
+from trainmark.format.labels import MISSED, UNFINISHED, TrialStatus
+from trainmark.harness import distributed, energy, framework, implementation, peaks, scale_nodes, system
 from trainmark.harness.files import append_line, write_atomic, write_json_atomic, write_text_atomic
-from trainmark.harness.framework import PyTorchBackend
 from trainmark.harness.monitor import Monitor
 from trainmark.harness.other_load import OtherLoad
 from trainmark.harness.progress import TrialProgress
@@ -298,8 +297,8 @@ class Prepared:
     data_dir: Path
 
     @property
-    def backend(self) -> PyTorchBackend:
-        return PyTorchBackend(self.device, self.opts.precision, self.dist)
+    def backend(self) -> framework.Backend:
+        return framework.backend("pytorch", self.device, self.opts.precision, self.dist)
 
 
 def prepare(opts: RunOptions) -> Prepared:
@@ -427,8 +426,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             cfg = TrialConfig(
                 benchmark=rules.name, trial=k, seed=base_seed + k - 1, division=opts.division,
                 submitter=opts.submitter, system_name=prep.sysdesc["system_name"], rules_version=rules.version,
-                device=device, precision=opts.precision, hparams=prep.hp,
-                max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs),
+                hparams=prep.hp, max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs),
                 eval_every=rules.evaluation["every_epochs"],
                 target_reached=(lambda _v: False) if opts.full_curves else rules.reached,
                 metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling)

@@ -96,7 +96,7 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) -> dict:
-    from trainmark.harness.framework import PyTorchBackend
+    from trainmark.harness.pytorch_backend import PyTorchBackend
     from trainmark.reference import registry
     from trainmark.rules.ruleset import get_rules
     from trainmark.rules import LATEST_VERSION

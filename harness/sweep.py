@@ -8,7 +8,7 @@ device's limit with no input pipeline. Real data goes through the reference's ow
 ``to_device`` inside the timed loop.
 
 The step is the one ``trainmark run`` times: the framework seam's ``Trainer.step``
-(trainmark.harness.framework), with the same autocast, GradScaler, channels-last and optimizer,
+(trainmark.harness.framework, harness/pytorch_backend.py), with the same autocast, GradScaler, channels-last and optimizer,
 so a sweep point predicts a run's throughput.
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ class SweepSettings:
 
 def resolve_precision(device: torch.device, precision: str):
     """(autocast context factory, GradScaler or None, label), exactly as training runs use it."""
-    from trainmark.harness.framework import autocast_for
+    from trainmark.harness.pytorch_backend import autocast_for
 
     if precision not in ("fp32", "amp"):
         raise ValueError(f"precision {precision!r}: use fp32 or amp")
@@ -70,7 +70,7 @@ class _Step:
 
     def __init__(self, ref, hp: dict, device: torch.device, batch_size: int, precision: str,
                  batches: Callable[[], Any], limit: Callable[[], Any] = contextlib.nullcontext):
-        from trainmark.harness.framework import PyTorchBackend
+        from trainmark.harness.pytorch_backend import PyTorchBackend
 
         resolve_precision(device, precision)  # refuses a precision other than fp32 or amp
         self.trainer = PyTorchBackend(device, precision).trainer(

@@ -34,9 +34,7 @@ class TrialConfig:
     submitter: str
     system_name: str
     rules_version: str
-    device: Any                 # the device the trial trains on (torch.device for PyTorch)
-    precision: str              # fp32 | amp
-    hparams: dict[str, Any]
+    hparams: dict[str, Any]     # the device and precision belong to the backend (harness/framework.py)
     max_epochs: int
     eval_every: int
     target_reached: Callable[[float], bool]
@@ -130,7 +128,8 @@ def run_trial(cfg: TrialConfig, ref, data, backend: Backend, timeline: Timeline,
                     continue
                 metric = _evaluate(epoch, trainer, timeline, record, eval_windows)
                 if not math.isfinite(metric):  # both logs hold numbers only; the status tells the rest
-                    res.status, res.error = TrialStatus.DIVERGED.value, f"{cfg.metric_name} is {metric} after epoch {epoch}"
+                    res.status = TrialStatus.DIVERGED.value
+                    res.error = f"{cfg.metric_name} is {metric} after epoch {epoch}"
                     break
                 res.final_metric = metric
                 if dist.is_main:

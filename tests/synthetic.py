@@ -128,9 +128,8 @@ def write_benchmark_folder(folder: Path, rules, model, *, division: str = "close
         trial_dir.mkdir(exist_ok=True)
         save_file(weights, str(trial_dir / layout.MODEL_FILE))
         (trial_dir / layout.STRUCTURE_FILE).write_text(json.dumps(desc, indent=1) + "\n", encoding="utf-8")
-        (trial_dir / layout.TRIAL_JSON).write_text(json.dumps(trial_summary(folder / layout.result_file(k), rules, k, plan,
-                                                                       division, submitter, system)) + "\n",
-                                              encoding="utf-8")
+        summary = trial_summary(folder / layout.result_file(k), rules, k, plan, division, submitter, system)
+        (trial_dir / layout.TRIAL_JSON).write_text(json.dumps(summary) + "\n", encoding="utf-8")
         start_ms = evals[-1][0] + 600_000
     (folder / layout.EPOCHS_LOG).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return plans

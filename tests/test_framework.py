@@ -1,5 +1,7 @@
 """The framework seam: one Trainer builds, steps, evaluates and saves; run and sweep share its step."""
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -7,7 +9,7 @@ from safetensors.torch import load_file
 
 from conftest import TEST_RULES, TinyTest
 from trainmark.harness import sweep
-from trainmark.harness.framework import PyTorchBackend, autocast_for
+from trainmark.harness.pytorch_backend import PyTorchBackend, autocast_for
 from trainmark.rules import get_rules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,6 +82,13 @@ def test_amp_on_cpu_is_bf16_without_a_scaler():
     _, scaler, label = autocast_for(torch.device("cpu"), "amp")
     assert scaler is None and label == "amp-bf16"
     assert PyTorchBackend(torch.device("cpu"), "amp").precision_label() == "amp-bf16"
+
+
+def test_the_seam_names_backends_without_importing_them():
+    code = ("import sys; from trainmark.harness import framework; print('torch' in sys.modules); "
+            "b = framework.backend('pytorch', __import__('torch').device('cpu'), 'fp32'); print(type(b).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "PyTorchBackend"]
 
 
 def test_the_trial_loop_never_calls_torch():

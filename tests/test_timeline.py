@@ -53,7 +53,8 @@ def test_a_window_writes_both_boundaries_with_time_and_energy(tmp_path):
     assert start.metadata["trainmark_energy_j"] == 0.0 and stop.metadata["trainmark_energy_j"] == 25.0
     assert stop.metadata["trainmark_train_energy_j"] == 25.0 and stop.metadata["trainmark_samples"] == 64
     assert w.window.seconds == 2.5 and w.window.joules == 25.0
-    assert got[("eval_stop", 3)].time_ms == 1_003_000 and got[("eval_stop", 3)].metadata["trainmark_eval_energy_j"] == 5.0
+    eval_stop = got[("eval_stop", 3)]
+    assert eval_stop.time_ms == 1_003_000 and eval_stop.metadata["trainmark_eval_energy_j"] == 5.0
     assert got[("eval_accuracy", 3)].time_ms == 1_003_000 and ev.window.seconds == 0.5
     keys = [r.key for r in mllog.read(tmp_path / "result_1.txt")]
     assert keys == ["epoch_start", "epoch_stop", "eval_start", "eval_accuracy", "eval_stop"]

@@ -9,7 +9,7 @@ from conftest import TEST_RULES, TinyTest
 from trainmark.errors import UserError
 from trainmark.format import epochlog
 from trainmark.format.mllog import TrialLogWriter
-from trainmark.harness.framework import PyTorchBackend
+from trainmark.harness.pytorch_backend import PyTorchBackend
 from trainmark.harness.monitor import Monitor
 from trainmark.harness.run import RunOptions, run_benchmark
 from trainmark.harness.timeline import Timeline
@@ -34,7 +34,7 @@ CPU = PyTorchBackend(torch.device("cpu"), "fp32")
 
 def trial_config(rules, **kw):
     base = dict(benchmark="tiny-test", trial=1, seed=7, division="closed", submitter="t", system_name="s",
-                rules_version="1.0", device=torch.device("cpu"), precision="fp32", hparams=rules.defaults(),
+                rules_version="1.0", hparams=rules.defaults(),
                 max_epochs=rules.max_epochs, eval_every=1, target_reached=rules.reached, metric_name="top1_accuracy")
     base.update(kw)
     return TrialConfig(**base)
@@ -94,6 +94,35 @@ def test_epoch_cap_marks_not_converged(tmp_path):
     res, _ = run_trial(trial_config(rules, max_epochs=2), ref, ref.load_data(None), CPU,
                        Timeline(Monitor(FakeMeter(lambda: 0)), TrialLogWriter(None)))
     assert res.status == "not_converged" and res.epochs == 2 and res.final_metric == 0.1
+
+
+def test_the_event_sequence_is_the_documented_one(tmp_path):
+    """docs/result-format.md's order, every boundary after init metered; evaluation every 2nd epoch and after
+    the last (the cap, 3): epoch 1 has no eval window."""
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    TinyTest.metric_override = staticmethod(lambda: 0.1)
+    ref = TinyTest()
+    log = TrialLogWriter(tmp_path / "result_1.txt")
+    run_trial(trial_config(rules, max_epochs=3, eval_every=2), ref, ref.load_data(None), CPU,
+              Timeline(Monitor(FakeMeter(lambda: 0)), log))
+    log.close()
+    ev = mllog_events(tmp_path / "result_1.txt")
+    keys = [e["key"] for e in ev]
+    settings = keys[keys.index("init_start") + 1:keys.index("init_stop")]
+    assert keys[:keys.index("init_start")] == [
+        "submission_benchmark", "submission_division", "submission_org", "submission_platform", "submission_status",
+        "trainmark_rules_version", "trainmark_trial", "cache_clear"]
+    assert settings[:4] == ["trainmark_world_size", "trainmark_local_batch_size", "trainmark_nodes", "seed"]
+    assert settings[-7:] == ["trainmark_precision", "trainmark_model_fingerprint", "trainmark_parameter_count",
+                             "trainmark_flops_per_step", "trainmark_energy_method", "trainmark_energy_scope",
+                             "trainmark_energy_domains"]
+    assert {"gradient_accumulation_steps", "train_samples", "eval_samples", *rules.defaults()} <= set(settings)
+    epoch = ["epoch_start", "epoch_stop"]
+    evaluation = ["eval_start", "eval_accuracy", "eval_stop"]
+    assert keys[keys.index("init_stop"):] == ["init_stop", "run_start", *epoch, *epoch, *evaluation, *epoch,
+                                              *evaluation, "trainmark_trial_result", "run_stop"]
+    boundaries = [e for e in ev if e["key"].endswith(("_start", "_stop"))]
+    assert all(("trainmark_energy_j" in e["metadata"]) == (not e["key"].startswith("init_")) for e in boundaries)
 
 
 def run_tiny(tmp_path, **kw):

@@ -41,7 +41,8 @@ SEED, TRAIN_SAMPLES, EVAL_SAMPLES = c.SEED, c.TRAIN_SAMPLES, c.EVAL_SAMPLES
 GRADIENT_ACCUMULATION_STEPS = c.GRADIENT_ACCUMULATION_STEPS
 PRECISION, MODEL_FINGERPRINT = "trainmark_precision", "trainmark_model_fingerprint"
 PARAMETER_COUNT, FLOPS_PER_STEP = "trainmark_parameter_count", "trainmark_flops_per_step"
-ENERGY_METHOD, ENERGY_SCOPE, ENERGY_DOMAINS = "trainmark_energy_method", "trainmark_energy_scope", "trainmark_energy_domains"
+ENERGY_METHOD, ENERGY_SCOPE = "trainmark_energy_method", "trainmark_energy_scope"
+ENERGY_DOMAINS = "trainmark_energy_domains"
 TELEMETRY, TRIAL_RESULT = "trainmark_telemetry", "trainmark_trial_result"
 
 # Metadata fields.
