@@ -54,13 +54,15 @@ def harness_loop(ref, data, rules, hp, epochs: int, seed: int, log_dir) -> float
     """The real trial loop (Timeline windows, MLLOG, energy meter, divergence checks) and its training
     step (the framework seam's ``Trainer.step``, as ``trainmark run`` uses it), evaluation excluded."""
     cfg = TrialConfig(benchmark=rules.name, trial=1, seed=seed, division="closed", submitter="bench",
-                      system_name="bench", rules_version=rules.version, hparams=hp, max_epochs=epochs, eval_every=10 ** 6,
+                      system_name="bench", rules_version=rules.version, hparams=hp, max_epochs=epochs,
+                      eval_every=10 ** 6,
                       target_reached=lambda m: False, metric_name=rules.metric["name"])
     log = TrialLogWriter(log_dir / f"result_{time.monotonic_ns()}.txt")
     meter = open_meter("cpu")
     meter.start()
     try:
-        result, _ = run_trial(cfg, ref, data, PyTorchBackend(torch.device("cpu"), "fp32"), Timeline(Monitor(meter), log))
+        result, _ = run_trial(cfg, ref, data, PyTorchBackend(torch.device("cpu"), "fp32"),
+                              Timeline(Monitor(meter), log))
     finally:
         log.close()
         meter.stop()

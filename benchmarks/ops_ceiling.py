@@ -29,7 +29,8 @@ SETTLE_S = 0.3
 
 
 def bare(kind: str, dims: dict, dtype: str, repeats: int, target_s: float, statistic: str) -> float:
-    """The plainest loop, ``torch.matmul(a, b)`` or ``a @ b``: TFLOP/s at the median (or fastest) of ``repeats`` loops."""
+    """The plainest loop, ``torch.matmul(a, b)`` or ``a @ b``: TFLOP/s at the median (or fastest) of \
+``repeats`` loops."""
     import numpy as np
     import torch
 

@@ -51,8 +51,10 @@ def main() -> int:
             report_s.append(cpu_of(["report", str(args.path), "-o", str(page)]))
         size = page.stat().st_size
     check_m, report_m = statistics.median(check_s), statistics.median(report_s)
-    print(f"trainmark check  {args.path}: CPU s per run {', '.join(f'{t:.2f}' for t in check_s)} (median {check_m:.2f})")
-    print(f"trainmark report {args.path}: CPU s per run {', '.join(f'{t:.2f}' for t in report_s)} (median {report_m:.2f})")
+    print(f"trainmark check  {args.path}: CPU s per run {', '.join(f'{t:.2f}' for t in check_s)} "
+          f"(median {check_m:.2f})")
+    print(f"trainmark report {args.path}: CPU s per run {', '.join(f'{t:.2f}' for t in report_s)} "
+          f"(median {report_m:.2f})")
     print(f"report / check = {report_m / check_m:.2f}; the report adds {report_m - check_m:.2f} CPU s")
     print(f"HTML: {size:,} bytes")
     ok_cpu, ok_size = report_m < CPU_BOUND_S, size < SIZE_BOUND

@@ -72,7 +72,8 @@ _RULES = [
     # Values that would choose code to run
     Rule("SECURITY-001", ERROR, "a logged value would make the compliance engine load a file that is not a shipped "
          "config (refused, never opened; the file is not run through the engine)",
-         "log the division ('closed'/'open'), the benchmark and other names as plain names: a value never names a file"),
+         "log the division ('closed'/'open'), the benchmark and other names as plain names: "
+         "a value never names a file"),
     # Bounded output and input
     Rule("LIMIT-001", INFO, "more findings of one rule in one file than the checker lists",
          "fix the listed ones first: the others are usually the same problem repeated"),
@@ -96,13 +97,16 @@ _RULES = [
          'remove files added after the run, or rerun'),
     Rule('CODE-006', ERROR, 'implementation.json, environment.json or command.json is missing or malformed',
          'submit the implementation record trainmark run wrote, unchanged'),
-    Rule('CODE-007', ERROR, 'closed division: the reference code differs from the released reference of the rules version',
-         'run the released trainmark of that rules version unmodified (its hashes: rules/<version>/reference-code.json)'),
+    Rule('CODE-007', ERROR,
+         'closed division: the reference code differs from the released reference of the rules version',
+         'run the released trainmark of that rules version unmodified '
+         '(its hashes: rules/<version>/reference-code.json)'),
     Rule('CODE-008', WARNING, 'closed division: no released reference hashes for the rules version (code not compared)',
          'check with the rules that ship rules/<version>/reference-code.json (`trainmark rules code-hashes`)'),
     Rule('CODE-009', ERROR, 'open division: the source of the model behind --model is missing',
          'submit the implementation record with its model/ folder, as trainmark run --model wrote it'),
-    Rule('CODE-010', ERROR, 'the implementation record names another benchmark, system, division or rules version than its results',
+    Rule('CODE-010', ERROR,
+         'the implementation record names another benchmark, system, division or rules version than its results',
          "submit each system's record under benchmarks/<benchmark>/implementations/<system>/, unchanged"),
     # MLLOG files
     Rule("MLLOG-001", ERROR, "a line is not a valid MLLOG record",
@@ -234,19 +238,26 @@ _RULES = [
          "train the same model in every trial"),
     # Several ranks and nodes
     Rule('RANK-001', ERROR, 'the world size is not logged the same way in every trial',
-         'log trainmark_world_size once per trial (the harness does) and run every trial of a benchmark on the same number of ranks'),
+         'log trainmark_world_size once per trial (the harness does) and run every trial of a benchmark '
+         'on the same number of ranks'),
     Rule('RANK-002', ERROR, 'the global batch is not the per-rank batch times the world size',
-         'log global_batch_size = trainmark_local_batch_size x trainmark_world_size, with ranks spread evenly over trainmark_nodes'),
+         'log global_batch_size = trainmark_local_batch_size x trainmark_world_size, '
+         'with ranks spread evenly over trainmark_nodes'),
     Rule('RANK-003', ERROR, 'more than one process wrote a result file',
          "only rank 0 writes the MLLOG (`trainmark run` under torchrun does); do not concatenate the ranks' logs"),
     Rule('RANK-004', ERROR, "the nodes' energy readings do not add up to the total",
-         'trainmark_energy_j must equal the sum of trainmark_node_energy_j (one reading per node, null with a null total)'),
+         'trainmark_energy_j must equal the sum of trainmark_node_energy_j '
+         '(one reading per node, null with a null total)'),
     Rule('RANK-005', ERROR, 'a multi-node run records its total energy without the per-node readings',
-         "record trainmark_node_energy_j on run_start and run_stop, one reading per node (each node's local rank 0 meters it)"),
+         "record trainmark_node_energy_j on run_start and run_stop, one reading per node "
+         "(each node's local rank 0 meters it)"),
     # Energy by domain
-    Rule("ENERGY-001", WARNING, "the per-epoch energies (training windows plus evaluations) do not add up to the run's total within 0.5%",
-         "log each window's energy from the same meter readings as run_start and run_stop; keep work between windows short"),
-    Rule("ENERGY-002", ERROR, "the energy domains of the total do not add up to it within 0.5%, or their readings are malformed",
+    Rule("ENERGY-001", WARNING,
+         "the per-epoch energies (training windows plus evaluations) do not add up to the run's total within 0.5%",
+         "log each window's energy from the same meter readings as run_start and run_stop; "
+         "keep work between windows short"),
+    Rule("ENERGY-002", ERROR,
+         "the energy domains of the total do not add up to it within 0.5%, or their readings are malformed",
          "log trainmark_energy_domains_j (joules per domain, or null) from the same read as trainmark_energy_j"),
     Rule("ENERGY-003", WARNING, "an energy domain stopped being measured during the run (its energy is null)",
          "see the harness's reason (trial.json energy_domains); fix the meter (driver, permissions, BMC) and rerun"),
@@ -254,8 +265,10 @@ _RULES = [
     Rule("TELEMETRY-001", WARNING, "the accelerator was power- or thermally throttled during a timed window",
          "cool the system or lift the power cap; throttling makes the time depend on the room, not the system"),
     Rule("TELEMETRY-002", WARNING, "telemetry has a gap of more than 2 s during the run",
-         "keep the machine responsive while training (the sampler runs at 1 Hz or faster); gaps are recorded, not filled"),
-    Rule("TELEMETRY-003", ERROR, "trial_<k>/telemetry.csv is not the harness's CSV (header time_ms,..., numbers or empty cells)",
+         "keep the machine responsive while training (the sampler runs at 1 Hz or faster); "
+         "gaps are recorded, not filled"),
+    Rule("TELEMETRY-003", ERROR,
+         "trial_<k>/telemetry.csv is not the harness's CSV (header time_ms,..., numbers or empty cells)",
          "copy the telemetry.csv the harness wrote, unchanged (format: docs/energy.md)"),
     # MLPerf Training result folders
     Rule("MLPERF-001", WARNING, "an MLPerf result file fails MLPerf's compliance rules (run dropped)",

@@ -68,7 +68,8 @@ def _check_benchmark(folder, tree: SafeTree, ctx: TrainmarkContext, names: set[s
         return check_trainmark_benchmark(folder, tree, ctx, findings)
     if folder.division is None and is_mlperf_benchmark(folder.benchmark):
         ruleset = options.mlperf_ruleset or infer_ruleset(root)
-        result = BenchmarkResult("mlperf", folder.rel, folder.benchmark, divisions.get((folder.submitter, folder.system)),
+        result = BenchmarkResult("mlperf", folder.rel, folder.benchmark,
+                                 divisions.get((folder.submitter, folder.system)),
                                  folder.submitter, folder.system, rules_version=f"mlperf-training-{ruleset}")
         score = score_mlperf_benchmark(folder, tree, ruleset, findings)
         result.score = score.to_dict()

@@ -31,7 +31,8 @@ def register(subparsers) -> None:
     parser.add_argument("--quiet", action="store_true",
                         help="print nothing on standard output or error; only the exit status (and FILEs) tell")
     parser.add_argument("--rules-dir", type=Path, metavar="DIR",
-                        help="judge with the rules under DIR (DIR/<version>/<benchmark>.yaml) instead of the shipped ones")
+                        help="judge with the rules under DIR (DIR/<version>/<benchmark>.yaml) "
+                             "instead of the shipped ones")
     parser.add_argument("--system-schema", type=Path, metavar="FILE",
                         help="JSON Schema for systems/<system>.json (default: the harness's)")
     parser.add_argument("--mlperf-ruleset", metavar="X.Y.Z",

@@ -66,7 +66,8 @@ def _validate(desc: dict, schema: dict, rel: str, findings: Findings) -> None:
     import jsonschema
 
     validator_class = jsonschema.validators.validator_for(schema)
-    for error in sorted(validator_class(schema).iter_errors(desc), key=lambda e: [str(p) for p in e.absolute_path])[:20]:
+    for error in sorted(validator_class(schema).iter_errors(desc),
+                        key=lambda e: [str(p) for p in e.absolute_path])[:20]:
         where = "/".join(str(p) for p in error.absolute_path) or "<top level>"
         seen = "absent" if error.validator == "required" else error.instance
         findings.add("SYSTEM-002", rel, f"{rel}: field '{where}': {error.message}",

@@ -82,7 +82,8 @@ def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRul
     eval_open: float | None = None
     eval_ms = 0.0
     unmatched = 0
-    readings: dict[str, list[tuple[Any, int]]] = {mllog.RUN_START: [], mllog.RUN_STOP: [], mllog.EVAL_START: [], mllog.EVAL_STOP: []}
+    readings: dict[str, list[tuple[Any, int]]] = {mllog.RUN_START: [], mllog.RUN_STOP: [],
+                                                  mllog.EVAL_START: [], mllog.EVAL_STOP: []}
     for e in events:
         record.points.setdefault(e.key, Logged(e.value, e.line))
         if e.key in readings:

@@ -98,7 +98,8 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
         where = f"trials {trials}: " if len(groups) > 1 else ""
         if verdict.ok is None:
             findings.add("CONVERGE-002", folder_rel, where + verdict.message,
-                         expected=f"a global batch size the rules measured ({[p['global_batch_size'] for p in points]})",
+                         expected=f"a global batch size the rules measured "
+                                  f"({[p['global_batch_size'] for p in points]})",
                          seen=batch)
         elif not verdict.ok:
             findings.add("CONVERGE-001", folder_rel, where + verdict.message,

@@ -63,7 +63,8 @@ def register(sub) -> None:
     p.add_argument("--oom-search", action="store_true", help="find the largest batch size that fits (CUDA)")
     p.add_argument("--max-batch", type=int, default=1 << 16, help="upper bound of the search (default: %(default)s)")
     p.add_argument("--memory-limit-gb", type=float, help="CUDA: cap the allocator (e.g. to emulate a smaller GPU)")
-    p.add_argument("--ceilings", type=Path, help="a `trainmark ops --json` report: utilization against its measured ceilings too")
+    p.add_argument("--ceilings", type=Path,
+                   help="a `trainmark ops --json` report: utilization against its measured ceilings too")
     p.add_argument("--energy-estimate-watts", type=float,
                    help="when no energy counter exists, report W x time, labelled 'estimated'")
     p.add_argument("--out", type=Path, default=Path("sweep"), help="output folder (default: %(default)s)")

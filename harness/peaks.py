@@ -69,7 +69,8 @@ _NV_BLACKWELL = ("NVIDIA HGX platform / GB200 NVL72 specifications (nvidia.com/e
                  "'Individual Blackwell GPU specifications'; tensor figures with sparsity, halved here)")
 _NV_L40S = ("NVIDIA L40S datasheet (nvidia.com/en-us/data-center/l40s/; '*' figures with sparsity, "
             "dense column used)")
-_NV_L4 = "NVIDIA L4 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/l4/; '*' figures with sparsity, halved here)"
+_NV_L4 = ("NVIDIA L4 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/l4/; "
+          "'*' figures with sparsity, halved here)")
 _AMD_MI300 = ("AMD Instinct MI300X / MI325X accelerator data sheets (amd.com/en/products/accelerators/"
               "instinct/mi300/...; 'Peak ... Performance' rows, not the 'with Structured Sparsity' rows)")
 _AMD_MI250 = ("AMD Instinct MI250X accelerator data sheet (amd.com/en/products/accelerators/instinct/"

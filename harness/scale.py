@@ -214,7 +214,8 @@ def run_scale(s: ScaleSettings, entry: list[str] | None = None, progress=None) -
         p.pop("_raw", None)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(s).items() if k != "link"}
     return {"format": FORMAT, "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "benchmark": s.benchmark, "settings": settings, "scaling": "strong: the global batch is split over the ranks",
+            "benchmark": s.benchmark, "settings": settings,
+            "scaling": "strong: the global batch is split over the ranks",
             "parameter_count": raw.get("parameter_count"), "gradient_bytes": raw.get("gradient_bytes"),
             "cpu_count": os.cpu_count(), "points": points, **analysis}
 
@@ -317,7 +318,8 @@ def format_summary(result: dict) -> str:
     proj = result.get("projection")
     if proj:
         link = result["link"]
-        lines.append(f"link: {link['bandwidth_bps'] / 1e9:.3g} GB/s, {link['latency_s'] * 1e6:.3g} us ({link['source']})")
+        lines.append(f"link: {link['bandwidth_bps'] / 1e9:.3g} GB/s, {link['latency_s'] * 1e6:.3g} us "
+                     f"({link['source']})")
         lines.append("validation (model / measured - 1): " + ", ".join(
             f"N={v['world_size']} {v['error']:+.0%} (with measured compute {v['error_from_measured_compute']:+.0%}; "
             f"all-reduce {1000 * v['allreduce_model_s']:.3g} vs {1000 * v['allreduce_measured_s']:.3g} ms)"
@@ -374,7 +376,8 @@ def read_link(path: Path) -> scale_model.Link:
         report = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise UserError(f"--link-from {path}: not JSON: {exc}") from None
-    if not isinstance(report, dict) or report.get("format") != ALLREDUCE_FORMAT or not isinstance(report.get("link"), dict):
+    if (not isinstance(report, dict) or report.get("format") != ALLREDUCE_FORMAT
+            or not isinstance(report.get("link"), dict)):
         raise UserError(f"--link-from {path}: not a {ALLREDUCE_FORMAT} report (write one with "
                         "`trainmark ops --op allreduce --json FILE`)")
     link = report["link"]

@@ -20,7 +20,8 @@ def register(sub) -> None:
     p = sub.add_parser("scale", help="throughput, efficiency and saturation over world sizes (torchrun), "
                                      "and a projection to thousands of accelerators")
     p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
-    p.add_argument("--nproc", default="1,2,4", help="processes per node, one torchrun launch each (default: %(default)s)")
+    p.add_argument("--nproc", default="1,2,4",
+                   help="processes per node, one torchrun launch each (default: %(default)s)")
     p.add_argument("--nnodes", type=int, default=1, help="nodes; run the same command on each (default: 1)")
     p.add_argument("--node-rank", type=int, default=0, help="this node's rank when --nnodes > 1")
     p.add_argument("--rdzv-endpoint", help="HOST:PORT of node 0 (c10d rendezvous) when --nnodes > 1")

@@ -49,7 +49,8 @@ class NodeSumMeter:
         tdist.all_gather_object(gathered, mine)
         nodes = sorted({g for g in gathered if g is not None})
         if [n for n, *_ in nodes] != list(range(nnodes)):
-            raise RuntimeError(f"expected one energy meter per node 0..{nnodes - 1}, got nodes {[n for n, *_ in nodes]}")
+            raise RuntimeError(f"expected one energy meter per node 0..{nnodes - 1}, "
+                               f"got nodes {[n for n, *_ in nodes]}")
         self.methods = [m for _, m, _, _ in nodes]
         self.method = min(self.methods, key=_ORDER.index)
         reasons = [f"node {n}: {r}" for n, _, r, _ in nodes if r]

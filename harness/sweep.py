@@ -8,7 +8,8 @@ device's limit with no input pipeline. Real data goes through the reference's ow
 ``to_device`` inside the timed loop.
 
 The step is the one ``trainmark run`` times: the framework seam's ``Trainer.step``
-(trainmark.harness.framework, harness/pytorch_backend.py), with the same autocast, GradScaler, channels-last and optimizer,
+(trainmark.harness.framework, harness/pytorch_backend.py), with the same autocast, GradScaler, channels-last and \
+optimizer,
 so a sweep point predicts a run's throughput.
 """
 from __future__ import annotations

@@ -27,7 +27,8 @@ DIGITS_PER_UTTERANCE = (3, 6)          # inclusive range
 GAP_MS = (50, 150)                     # silence before, between and after the digits
 GAIN_DB = (-6.0, 6.0)                  # per-recording gain, uniform in dB
 EVAL_UTTERANCES = 300
-EVAL_SEED = 0                          # fixes the evaluation utterances; another value changes fsdd.eval.tsv and its checksum
+# fixes the evaluation utterances; another value changes fsdd.eval.tsv and its checksum
+EVAL_SEED = 0
 PCM_FILE, INDEX_FILE, EVAL_FILE = "fsdd.pcm", "fsdd.index.tsv", "fsdd.eval.tsv"
 WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 HOW_TO_GET = ("clone https://github.com/Jakobovski/free-spoken-digit-dataset (CC BY-SA 4.0) and run "

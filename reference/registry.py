@@ -47,7 +47,8 @@ def for_rules(rules):
         try:
             cls = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
-            raise UserError(f"{rules.path}: reference_model.implementation {spec!r} cannot be imported: {exc}") from None
+            raise UserError(f"{rules.path}: reference_model.implementation {spec!r} "
+                            f"cannot be imported: {exc}") from None
         if _REGISTRY.get(name) is not cls:
             raise UserError(f"{rules.path}: {spec} is not registered as {name!r} (decorate it with @register and "
                             f"set name = {name!r})")

@@ -147,7 +147,8 @@ def compare_reports(base: dict, new: dict, *, threshold: float = 0.05, alpha: fl
     rb, rn = results_by_benchmark(base), results_by_benchmark(new)
     common = sorted(rb.keys() & rn.keys())
     if not common:
-        raise UserError(f"BASE ({', '.join(sorted(rb)) or 'no benchmark'}) and NEW ({', '.join(sorted(rn)) or 'no benchmark'}) "
+        raise UserError(f"BASE ({', '.join(sorted(rb)) or 'no benchmark'}) "
+                        f"and NEW ({', '.join(sorted(rn)) or 'no benchmark'}) "
                         "have no benchmark in common")
     rows = [compare_benchmark(name, _one(rb[name], "BASE"), _one(rn[name], "NEW"), threshold, alpha)
             for name in common]
@@ -178,7 +179,9 @@ def rows_for_table(result: dict) -> list[list[str]]:
 def render_markdown(result: dict) -> str:
     from trainmark.report.markdown import table
 
-    head = (f"## trainmark compare: {'REGRESSION in ' + ', '.join(result['regressed']) if result['regressed'] else 'no significant slowdown'}\n\n"
+    head = (f"## trainmark compare: "
+            f"{'REGRESSION in ' + ', '.join(result['regressed']) if result['regressed'] else 'no significant slowdown'}"
+            f"\n\n"
             f"NEW/BASE; slower means mean time ratio > {1 + result['threshold']:g} with one-sided Welch p < "
             f"{result['alpha']:g} on log times.\n\n")
     tail = ""

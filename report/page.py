@@ -144,7 +144,8 @@ def render_html(data: ReportData, sweeps: list[dict] | None = None) -> str:
     verdict = "PASS" if rep["passed"] else "FAIL"
     counts = ", ".join(f"{n} {s}" for s, n in rep["counts"].items())
     body = [f"<h1>trainmark report</h1><p>Checked <code>{escape(rep['path'])}</code> ({escape(rep['level'])}) with "
-            f"trainmark {escape(__version__)}: <strong class=\"{verdict.lower()}\">{verdict}</strong> ({escape(counts)}).</p>"]
+            f"trainmark {escape(__version__)}: <strong class=\"{verdict.lower()}\">{verdict}</strong> "
+            f"({escape(counts)}).</p>"]
     if data.benchmarks:
         body.append("<h2>Summary</h2>" + _table(BENCHMARK_COLUMNS, [benchmark_row(v) for v in data.benchmarks],
                                                 caption="Score: the olympic mean of the training times without "

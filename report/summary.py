@@ -18,13 +18,14 @@ def benchmark_row(view: BenchmarkView) -> list[str]:
             f"none ({s.get('score_reason') or 'not scored'})"
         runs = len(r["trials"])
         return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(runs),
-                str(runs - sum(1 for t in r["trials"] if t.get("dropped"))), score, "-", "-", "-", "-", str(r["errors"]),
-                str(r["warnings"])]
+                str(runs - sum(1 for t in r["trials"] if t.get("dropped"))), score, "-", "-", "-", "-",
+                str(r["errors"]), str(r["warnings"])]
     ci = s.get("ci95_train_time_s")
     score = f"{seconds(s.get('score_train_time_s'))} s" if s.get("score_train_time_s") is not None else \
         f"none ({s.get('score_reason') or 'not scored'})"
     energy = num(s.get("mean_train_energy_j")) if s.get("mean_train_energy_j") is not None else "not measured"
-    return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(s.get("trials", 0)), str(s.get("converged", 0)),
+    return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(s.get("trials", 0)),
+            str(s.get("converged", 0)),
             score, seconds(s.get("mean_train_time_s")), f"{seconds(ci[0])} to {seconds(ci[1])}" if ci else "-",
             energy, num(s.get("mean_final_metric")), str(r["errors"]), str(r["warnings"])]
 

@@ -31,7 +31,8 @@ def register(sub) -> None:
                    help="write the rules as JSON to FILE ('-' or no FILE: standard output)")
     _version_args(p)
     p.set_defaults(func=cmd_show)
-    p = rsub.add_parser("docs", help="write docs/rules.md from the rule files and the finding-code table of docs/checker.md from the catalogue")
+    p = rsub.add_parser("docs", help="write docs/rules.md from the rule files and the finding-code table of "
+                                     "docs/checker.md from the catalogue")
     p.add_argument("--output", type=Path, default=None, metavar="FILE",
                    help="where to write (default: docs/rules.md beside the package's rules/, wherever the "
                         "command is run from)")

@@ -49,7 +49,8 @@ def render_markdown(version: str, rules_dir: Path | None = None) -> str:
                 "", "| hyperparameter | reference | closed division |", "| --- | --- | --- |"]
         out += [f"| `{k}` | {v['default']} | {_closed(v)} |" for k, v in r.hyperparameters.items()]
         o = r.open_division
-        out += ["", f"- **Open division** relaxes: {', '.join(o['relaxed'])}; must report: {', '.join(o['must_report'])}"]
+        out += ["", f"- **Open division** relaxes: {', '.join(o['relaxed'])}; "
+                    f"must report: {', '.join(o['must_report'])}"]
         conv = r.convergence
         pts = "; ".join(f"batch {p['global_batch_size']}: epochs {p['epochs_to_target']}" for p in conv["points"])
         out.append(f"- **Convergence points** ({conv.get('measured_on', 'not yet measured')}): {pts or 'none yet'}; "

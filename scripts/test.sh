@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+"${PYTHON:-python3}" -m ruff check .          # lint first: settings in pyproject.toml
 exec "${PYTHON:-python3}" -m pytest -q "$@"

@@ -68,7 +68,8 @@ def test_broken_folder_exits_1_and_names_the_finding(tree, capsys, tmp_path):
     assert (code, out, err) == (1, "", "")
 
 
-@pytest.mark.parametrize("args", [["/no/such/folder"], ["{file}"], ["{empty}"], ["{tree}", "--mlperf-ruleset", "9.9.9"]])
+@pytest.mark.parametrize("args", [["/no/such/folder"], ["{file}"], ["{empty}"],
+                                  ["{tree}", "--mlperf-ruleset", "9.9.9"]])
 def test_unusable_input_exits_2(tree, capsys, tmp_path, args):
     (tmp_path / "file.txt").write_text("x")
     (tmp_path / "empty").mkdir()

@@ -77,12 +77,14 @@ def test_epochlog_002_duplicate_trial(root):
 
 
 def test_epochlog_002_trial_zero(root):
-    edit_epochs_log(root, lambda lines: lines.__setitem__(0, lines[0].replace("] \u2013 [1] \u2013 [1]", "] \u2013 [0] \u2013 [1]")))
+    edit_epochs_log(root, lambda lines: lines.__setitem__(0, lines[0].replace("] \u2013 [1] \u2013 [1]",
+                                                                               "] \u2013 [0] \u2013 [1]")))
     assert_finding(check_path(root, TINY), "EPOCHLOG-002", f"{BENCH}/epochs.log", 1)
 
 
 def test_epochlog_003_epoch_skipped(root):
-    edit_epochs_log(root, lambda lines: lines.__setitem__(1, lines[1].replace("] \u2013 [2] \u2013", "] \u2013 [3] \u2013")))
+    edit_epochs_log(root, lambda lines: lines.__setitem__(1, lines[1].replace("] \u2013 [2] \u2013",
+                                                                               "] \u2013 [3] \u2013")))
     assert_finding(check_path(root, TINY), "EPOCHLOG-003", f"{BENCH}/epochs.log", 2)
 
 

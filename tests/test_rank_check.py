@@ -34,7 +34,8 @@ def run(*files):
 
 def test_consistent_multi_rank_results_pass():
     assert run(mllog(), mllog()) == []
-    assert run(mllog(nodes=2, node_energy=[1.25, 2.5], total=3.75), mllog(nodes=2, node_energy=[1.0, 1.0], total=2.0)) == []
+    assert run(mllog(nodes=2, node_energy=[1.25, 2.5], total=3.75),
+               mllog(nodes=2, node_energy=[1.0, 1.0], total=2.0)) == []
 
 
 def test_results_without_rank_keys_are_not_judged():

@@ -68,7 +68,8 @@ def test_one_two_four_ranks(tmp_path, tests_on_path):
     assert [v["world_size"] for v in proj["validation"]] == [1, 2, 4]
     for v, p in zip(proj["validation"], points):
         assert v["allreduce_measured_s"] == p["comm_s"]
-        assert v["error_from_measured_compute"] == pytest.approx(v["predicted_from_measured_compute"] / v["measured"] - 1)
+        assert v["error_from_measured_compute"] == pytest.approx(
+            v["predicted_from_measured_compute"] / v["measured"] - 1)
     saved = json.loads(Path(paths["json"]).read_text())
     assert saved["format"] == scale.FORMAT and len(saved["points"]) == 3
     rows = list(csv.DictReader(open(paths["csv"])))

@@ -20,7 +20,8 @@ from trainmark.rules import get_rules
 
 FSDD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "fsdd"
 needs_fsdd = pytest.mark.skipif(not (FSDD / "recordings").is_dir(),
-                                reason="FSDD not at ../shared/datasets/fsdd (clone Jakobovski/free-spoken-digit-dataset)")
+                                reason="FSDD not at ../shared/datasets/fsdd "
+                                       "(clone Jakobovski/free-spoken-digit-dataset)")
 
 
 def test_wer_on_known_strings():
