@@ -190,6 +190,11 @@ def load_ruleset(version: str = LATEST_VERSION, rules_root: Path | None = None) 
 
 
 def get_rules(benchmark: str, version: str = LATEST_VERSION, rules_root: Path | None = None) -> BenchmarkRules:
+    """One benchmark's rules. Only its own file is read; an unknown name reads them all, to list them."""
+    root = Path(rules_root) if rules_root else RULES_ROOT
+    path = root / str(version) / f"{benchmark}.yaml"
+    if re.fullmatch(r"\d+\.\d+", str(version)) and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", benchmark) and path.is_file():
+        return load_file(path)
     ruleset = load_ruleset(version, rules_root)
     if benchmark not in ruleset:
         raise RulesError(f"no rules for benchmark {benchmark!r} in rules version {version} "
