@@ -29,17 +29,23 @@ def registry_builder(rules: BenchmarkRules):
 
 
 class ReferenceStructures:
-    """Reference structure descriptions by benchmark, built once on the meta device."""
+    """Reference structure descriptions by benchmark: the released ones shipped beside the rule
+    files (``rules/<version>/reference-structures.json``: no torch import), else built once on
+    the meta device. A custom ``builder`` (tests) is always used."""
 
     def __init__(self, builder: ReferenceBuilder | None = None):
         self.builder = builder or registry_builder
+        self.use_shipped = builder is None
         self._cache: dict[tuple[str, str], tuple[dict | None, str]] = {}
 
     def describe(self, rules: BenchmarkRules) -> tuple[dict | None, str]:
         """The description, or ``None`` and why there is none."""
         key = (rules.name, rules.version)
         if key not in self._cache:
-            self._cache[key] = self._build(rules)
+            from trainmark.rules.reference_structures import shipped
+
+            released = shipped(rules) if self.use_shipped else None
+            self._cache[key] = (released, "") if released is not None else self._build(rules)
         return self._cache[key]
 
     def _build(self, rules: BenchmarkRules) -> tuple[dict | None, str]:

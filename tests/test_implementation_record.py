@@ -21,10 +21,15 @@ BENCH = f"{SUB}/results/box/tiny-test"
 
 
 def _rules_with_hashes(dest: Path) -> Path:
-    """The test rules plus a reference-code.json generated for them (as `trainmark rules code-hashes` does)."""
+    """The test rules plus reference-code.json and reference-structures.json generated for them
+    (as `trainmark rules code-hashes` does)."""
+    from trainmark.rules import reference_structures
+
     shutil.copytree(TEST_RULES, dest)
     table = reference_code.hash_table("1.0", dest)
     reference_code.hash_file("1.0", dest).write_text(reference_code.render(table), encoding="utf-8")
+    reference_structures.structure_file("1.0", dest).write_text(
+        reference_structures.render(reference_structures.table("1.0", dest)), encoding="utf-8")
     return dest
 
 
