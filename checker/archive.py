@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import io
 import lzma
 import os
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from trainmark.digest import sha256_file
 from trainmark.checker.findings import Findings
 from trainmark.errors import UserError
 
@@ -111,7 +111,7 @@ def write_archive(folder: Path, out: Path) -> tuple[Path, str, int]:
                     count += 1
             raw.flush()
             os.fsync(raw.fileno())
-        digest = _sha256(Path(tmp))
+        digest = sha256_file(tmp)
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
     except BaseException:
@@ -119,14 +119,6 @@ def write_archive(folder: Path, out: Path) -> tuple[Path, str, int]:
         raise
     _update_sums(out.parent / "SHA256SUMS", out.name, digest)
     return out, digest, count
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _update_sums(sums: Path, name: str, digest: str) -> None:

@@ -28,7 +28,8 @@ from typing import Any
 
 from trainmark import __version__
 from trainmark.errors import UserError
-from trainmark.rules.reference_code import reference_sources, released_differences, sha256_file
+from trainmark.digest import sha256_file
+from trainmark.rules.reference_code import reference_sources, released_differences
 
 FORMAT = "trainmark-implementation/1"
 MANIFEST = "MANIFEST.sha256"

@@ -13,6 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from trainmark.digest import sha256_file
 from trainmark.rules.ruleset import BenchmarkRules
 
 
@@ -20,14 +21,6 @@ def resolve_data_dir(rules: BenchmarkRules, data_dir: Path | None) -> Path:
     """``--data-dir``, else the rules' environment variable, else the rules' default folder."""
     env = rules.dataset.get("env_var")
     return Path(data_dir or (env and os.environ.get(env)) or rules.dataset["default_dir"])
-
-
-def sha256(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 LISTING_SCHEME = "sha256-of-sorted-path-tab-size-lines/1"
@@ -96,7 +89,7 @@ def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
             problems.append(f"{path}: not a regular file (a FIFO, device or folder)")
         elif not path.is_file():
             problems.append(f"{path}: missing")
-        elif (actual := sha256(path)) != expected:
+        elif (actual := sha256_file(path)) != expected:
             problems.append(f"{path}: sha256 {actual[:16]}..., rules say {expected[:16]}...")
     return problems
 

@@ -14,24 +14,16 @@ running it), and its rule file. Paths inside the record are ``code/<module/path>
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib.util
 import json
 from pathlib import Path
 
+from trainmark.digest import sha256_file
 from trainmark.rules.ruleset import RULES_ROOT, BenchmarkRules, load_ruleset
 
 HASH_FILE = "reference-code.json"
 FORMAT = "trainmark-reference-code/1"
 PACKAGE = "trainmark.reference"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def module_path(module: str, origin: Path) -> str:

@@ -1,28 +1,11 @@
 """Energy meters on fake hardware: a fake sysfs RAPL tree and a fake pynvml module."""
 import pytest
 
+from energy_fakes import make_powercap
 from trainmark.harness import energy
 
 
-def make_rapl(root, packages=((1000, 2**32 - 1),), dram=None):
-    for i, (uj, max_uj) in enumerate(packages):
-        z = root / f"intel-rapl:{i}"
-        z.mkdir(parents=True)
-        (z / "name").write_text(f"package-{i}\n")
-        (z / "energy_uj").write_text(f"{uj}\n")
-        (z / "max_energy_range_uj").write_text(f"{max_uj}\n")
-        core = z / f"intel-rapl:{i}:0"
-        core.mkdir()
-        (core / "name").write_text("core\n")
-        (core / "energy_uj").write_text("5\n")
-        (core / "max_energy_range_uj").write_text(f"{max_uj}\n")
-        if dram is not None:
-            d = z / f"intel-rapl:{i}:1"
-            d.mkdir()
-            (d / "name").write_text("dram\n")
-            (d / "energy_uj").write_text(f"{dram}\n")
-            (d / "max_energy_range_uj").write_text(f"{max_uj}\n")
-    return root
+make_rapl = make_powercap  # the fake RAPL tree the energy tests share (tests/energy_fakes.py)
 
 
 def set_uj(zone_dir, value):
