@@ -111,7 +111,7 @@ class PyTorchTrainer:
         """The trained weights as safetensors (written atomically)."""
         from safetensors.torch import save_file
 
-        from trainmark.harness.files import write_atomic
+        from trainmark.files import write_atomic
 
         tensors = {n: t.detach().cpu().clone().contiguous() for n, t in self.model.state_dict().items()}
         write_atomic(Path(path), lambda p: save_file(tensors, str(p)))

@@ -26,7 +26,7 @@ from trainmark.errors import UserError
 from trainmark.format import epochlog, layout, mllog
 from trainmark.format.labels import MISSED, UNFINISHED, TrialStatus
 from trainmark.harness import distributed, energy, framework, implementation, peaks, scale_nodes, system
-from trainmark.harness.files import append_line, write_atomic, write_json_atomic, write_text_atomic
+from trainmark.files import append_line, write_atomic, write_json_atomic, write_text_atomic
 from trainmark.harness.monitor import Monitor
 from trainmark.harness.other_load import OtherLoad
 from trainmark.harness.progress import TrialProgress

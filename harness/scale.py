@@ -24,7 +24,7 @@ from pathlib import Path
 
 from trainmark.errors import UserError
 from trainmark.harness import scale_model
-from trainmark.harness.files import write_atomic, write_json_atomic
+from trainmark.files import write_atomic, write_json_atomic
 
 FORMAT = "trainmark-scale/1"
 WORKER = ["-m", "trainmark.harness.scale_worker"]

@@ -73,7 +73,7 @@ def _main(argv: list[str] | None) -> int:
     import torch.distributed as tdist
 
     from trainmark.harness import distributed
-    from trainmark.harness.files import write_json_atomic
+    from trainmark.files import write_json_atomic
     from trainmark.harness.sweep import resolve_precision
 
     device = torch.device(args.device)

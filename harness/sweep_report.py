@@ -4,18 +4,12 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from pathlib import Path
 
+from trainmark.files import write_atomic
 from trainmark.harness.sweep import POINT_FIELDS
 
 __all__ = ["write_outputs", "write_csv", "write_json", "plot", "format_summary"]
-
-
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
 
 
 def write_csv(result: dict, path: Path) -> Path:
@@ -25,7 +19,7 @@ def write_csv(result: dict, path: Path) -> Path:
             w.writeheader()
             for p in result["points"]:
                 w.writerow({k: ("" if p.get(k) is None else p[k]) for k in POINT_FIELDS})
-    _atomic(path, write)
+    write_atomic(path, write)
     return path
 
 
@@ -39,7 +33,7 @@ def write_json(result: dict, path: Path) -> Path:
             return [clean(v) for v in x]
         return x
 
-    _atomic(path, lambda tmp: tmp.write_text(json.dumps(clean(result), indent=2) + "\n", encoding="utf-8"))
+    write_atomic(path, lambda tmp: tmp.write_text(json.dumps(clean(result), indent=2) + "\n", encoding="utf-8"))
     return path
 
 

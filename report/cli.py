@@ -30,7 +30,7 @@ def _emit(text: str, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text)
         return
-    from trainmark.harness.files import write_atomic
+    from trainmark.files import write_atomic
 
     try:
         write_atomic(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -21,7 +21,7 @@ def register_code_hashes(rules_subparsers, version_args) -> None:
 
 
 def cmd_code_hashes(args) -> int:
-    from trainmark.harness.files import write_text_atomic
+    from trainmark.files import write_text_atomic
     from trainmark.rules import reference_code
 
     from trainmark.rules import reference_structures

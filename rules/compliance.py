@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from trainmark.files import write_text_atomic
 from trainmark.format import labels, mllog
 from trainmark.rules.ruleset import BenchmarkRules
 
@@ -174,7 +175,5 @@ def write_compliance_file(rules: BenchmarkRules, division: str, folder: Path) ->
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     path = Path(folder) / f"{rules.name}-{rules.version}-{division}-{digest}.yaml"
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, text)
     return path

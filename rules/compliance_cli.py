@@ -29,7 +29,7 @@ def register_compliance(rules_subparsers, version_args) -> None:
 
 
 def cmd_compliance(args) -> int:
-    from trainmark.harness.files import write_text_atomic
+    from trainmark.files import write_text_atomic
     from trainmark.rules import compliance, get_rules
 
     if args.division not in ("closed", "open"):

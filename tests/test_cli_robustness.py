@@ -340,7 +340,7 @@ def test_disk_full_during_a_run_is_one_line(tmp_path, capsys, monkeypatch):
 def test_disk_full_writing_the_csv_is_one_line(tree, tmp_path, capsys, monkeypatch):
     import errno
 
-    from trainmark.harness import files
+    from trainmark import files
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -281,7 +281,7 @@ def test_one_sample_per_rank_is_refused_for_batch_norm_models():
 def test_result_files_are_readable_by_others_as_the_umask_allows(tmp_path):
     import os
 
-    from trainmark.harness.files import write_json_atomic
+    from trainmark.files import write_json_atomic
 
     old = os.umask(0o022)
     try:

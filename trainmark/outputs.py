@@ -52,7 +52,7 @@ def write_output(dest: Any, text: str, flag: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from trainmark.harness.files import write_text_atomic
+    from trainmark.files import write_text_atomic
 
     try:
         write_text_atomic(Path(dest), text)
