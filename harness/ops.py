@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import math
 import os
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterable
 
 import torch
@@ -436,11 +434,9 @@ def measured_ceilings(report: dict) -> dict:
 
 def read_report(path, flag: str = "--ceilings") -> tuple[dict, bytes]:
     """A ``trainmark ops --json`` report (and its bytes, for the checksum); a UserError otherwise."""
-    try:
-        raw = Path(path).read_bytes()
-        report = json.loads(raw)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{flag} {path}: cannot read an ops report: {exc}") from None
+    from trainmark.files import read_json_report
+
+    report, raw = read_json_report(path, flag)
     if not isinstance(report, dict) or report.get("format") != FORMAT:
         raise UserError(f"{flag} {path}: not a {FORMAT} report (write one with `trainmark ops --json FILE`)")
     return report, raw

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from trainmark.errors import UserError
 from trainmark.harness import scale_model
-from trainmark.files import write_atomic, write_json_atomic
+from trainmark.files import read_json_report, write_atomic, write_json_atomic
 
 FORMAT = "trainmark-scale/1"
 WORKER = ["-m", "trainmark.harness.scale_worker"]
@@ -365,17 +365,7 @@ def measure_allreduce(nproc: int, device: str = "cpu", sizes: list[int] | None =
 
 def read_link(path: Path) -> scale_model.Link:
     """The link of a ``trainmark ops --op allreduce --json`` report (bounded read, checked fields)."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(REPORT_CAP + 1)
-    except OSError as exc:
-        raise UserError(f"--link-from {path}: cannot read: {exc.strerror}") from None
-    if len(raw) > REPORT_CAP:
-        raise UserError(f"--link-from {path}: larger than {REPORT_CAP} bytes: not an all-reduce report")
-    try:
-        report = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"--link-from {path}: not JSON: {exc}") from None
+    report, _ = read_json_report(path, "--link-from", REPORT_CAP)
     if (not isinstance(report, dict) or report.get("format") != ALLREDUCE_FORMAT
             or not isinstance(report.get("link"), dict)):
         raise UserError(f"--link-from {path}: not a {ALLREDUCE_FORMAT} report (write one with "

@@ -7,10 +7,10 @@ is drawn.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from trainmark.files import read_json_report
 from trainmark.errors import UserError
 
 SWEEP_FORMAT = "trainmark-sweep/1"
@@ -25,17 +25,7 @@ def _num(x) -> float | None:
 def load_sweep(path: Path) -> dict:
     """The sweep's measured points, or a one-line UserError naming the file."""
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"--sweep {path}: cannot read it ({exc.strerror or exc})") from None
-    if len(raw) > MAX_BYTES:
-        raise UserError(f"--sweep {path}: larger than {MAX_BYTES} bytes; a sweep.json is a few KB")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise UserError(f"--sweep {path}: not UTF-8 JSON ({exc})") from None
+    data, _ = read_json_report(path, "--sweep", MAX_BYTES)
     if not isinstance(data, dict) or data.get("format") != SWEEP_FORMAT or not isinstance(data.get("points"), list):
         raise UserError(f"--sweep {path}: not a sweep result (expected format {SWEEP_FORMAT!r} with 'points'; "
                         "write it with `trainmark sweep`)")

@@ -47,3 +47,21 @@ def append_line(path: Path, line: str) -> None:
         f.write(line + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+def read_json_report(path: Path | str, flag: str, cap: int = 16 * 2**20) -> tuple[Any, bytes]:
+    """A JSON report a user names with ``flag`` (``--ceilings``, ``--link-from``, ``--sweep``) and its
+    bytes: at most ``cap`` bytes read; any problem is a one-line UserError naming the flag and file."""
+    from trainmark.errors import UserError
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(cap + 1)
+    except OSError as exc:
+        raise UserError(f"{flag} {path}: cannot read it ({exc.strerror or exc})") from None
+    if len(raw) > cap:
+        raise UserError(f"{flag} {path}: larger than {cap} bytes: not a trainmark report")
+    try:
+        return json.loads(raw.decode("utf-8")), raw
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise UserError(f"{flag} {path}: not UTF-8 JSON ({exc})") from None
