@@ -149,26 +149,14 @@ def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) 
 
 def _batches(ref, args, rules, local: int, dist, device, torch):
     """Synthetic: one device-resident batch reused (no input pipeline). Real: this rank's share, cycled."""
-    if args.data == "synthetic":
-        batch = ref.to_device(ref.synthetic_batch(local, device), device, train=True)
-        return lambda: batch
-    from trainmark.rules.datasets import resolve_data_dir
+    from trainmark.harness.sweep import batch_source
 
-    data = ref.load_data(resolve_data_dir(rules, args.data_dir))
-    gen = torch.Generator().manual_seed(1234)
-    state = {"epoch": 1, "it": None}
+    data = None
+    if args.data != "synthetic":
+        from trainmark.rules.datasets import resolve_data_dir
 
-    def next_batch():
-        for _ in range(2):
-            if state["it"] is None:
-                state["it"] = iter(ref.train_batches(data, state["epoch"], local, gen, dist.rank, dist.world))
-            try:
-                return ref.to_device(next(state["it"]), device, train=True)
-            except StopIteration:
-                state["epoch"] += 1
-                state["it"] = None
-        raise RuntimeError(f"the training set holds fewer than {local} samples per rank")
-    return next_batch
+        data = ref.load_data(resolve_data_dir(rules, args.data_dir))
+    return batch_source(ref, device, local, data, seed=1234, rank=dist.rank, world=dist.world)
 
 
 def _gather(values: list[float], dist, device, torch) -> list[list[float]]:

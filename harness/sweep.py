@@ -95,8 +95,10 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0) -> Callable[[], Any]:
-    """Synthetic: one device-resident batch reused every step. Real: the reference's loader, cycled."""
+def batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0, rank: int = 0,
+                 world: int = 1) -> Callable[[], Any]:
+    """Synthetic (``data`` None): one device-resident batch reused every step, no input pipeline.
+    Real: this rank's share of the reference's loader, cycled over epochs. Sweep and scale use it."""
     if data is None:
         batch = ref.to_device(ref.synthetic_batch(batch_size, device), device, train=True)
         return lambda: batch
@@ -106,13 +108,13 @@ def _batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 
     def next_batch():
         for _ in range(2):
             if state["it"] is None:
-                state["it"] = iter(ref.train_batches(data, state["epoch"], batch_size, gen))
+                state["it"] = iter(ref.train_batches(data, state["epoch"], batch_size, gen, rank, world))
             try:
                 return ref.to_device(next(state["it"]), device, train=True)
             except StopIteration:
                 state["epoch"] += 1
                 state["it"] = None
-        raise RuntimeError(f"the training set has fewer than {batch_size} samples")
+        raise RuntimeError(f"the training set holds fewer than {batch_size} samples per rank")
     return next_batch
 
 
@@ -183,7 +185,7 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
         try:
             memory.begin()
             step = _Step(ref, hp, device, batch_size, precision,
-                         _batch_source(ref, device, batch_size, data), limit)
+                         batch_source(ref, device, batch_size, data), limit)
             point["precision_used"] = step.label
             for _ in range(settings.warmup_steps):
                 step()
@@ -266,7 +268,7 @@ def _fits(ref, hp, device, batch_size, precision, probe_steps, limit) -> bool:
     step = None
     try:
         step = _Step(ref, hp, device, batch_size, precision,
-                     _batch_source(ref, device, batch_size, None), limit)
+                     batch_source(ref, device, batch_size, None), limit)
         for _ in range(probe_steps):
             step()
         _sync(device)

@@ -1,7 +1,7 @@
 """Energy meters on fake hardware: a fake sysfs RAPL tree and a fake pynvml module."""
 import pytest
 
-from energy_fakes import make_powercap
+from energy_fakes import FakeNVML, make_powercap
 from trainmark.harness import energy
 
 
@@ -54,37 +54,6 @@ def test_estimate_only_when_asked_and_labelled(tmp_path):
     assert m.joules() == 100.0
 
 
-class FakeNVML:
-    """Enough of pynvml: two GPUs, one Volta+ with the energy counter, one older (power only)."""
-
-    NVML_DEVICE_ARCH_VOLTA = 2
-
-    class NVMLError(Exception):
-        pass
-
-    def __init__(self, archs=(7, 7)):
-        self.archs = list(archs)
-        self.energy_mj = [1_000_000] * len(archs)
-        self.power_mw = [200_000] * len(archs)
-
-    def nvmlInit(self):
-        pass
-
-    def nvmlDeviceGetHandleByIndex(self, i):
-        return i
-
-    def nvmlDeviceGetArchitecture(self, h):
-        return self.archs[h]
-
-    def nvmlDeviceGetTotalEnergyConsumption(self, h):
-        if self.archs[h] < self.NVML_DEVICE_ARCH_VOLTA:
-            raise self.NVMLError("not supported")
-        return self.energy_mj[h]
-
-    def nvmlDeviceGetPowerUsage(self, h):
-        return self.power_mw[h]
-
-
 def test_nvml_counter_sums_all_gpus():
     nv = FakeNVML(archs=(7, 9))
     m = energy.NvmlMeter([0, 1], pynvml=nv)
@@ -110,7 +79,7 @@ def test_nvml_power_integration_on_old_gpus():
 
 
 def test_nvml_init_failure_is_unavailable():
-    nv = FakeNVML()
+    nv = FakeNVML(archs=(7, 7))
 
     def boom():
         raise nv.NVMLError("driver not loaded")

@@ -75,24 +75,17 @@ def test_division_naming_a_planted_config_runs_nothing(resnet):
     assert report.exit_code == 1
 
 
-def test_benchmark_naming_a_planted_config_runs_nothing(resnet):
+@pytest.mark.parametrize("key,trial", [
+    ("submission_benchmark", 1),   # closed_common.yaml enqueues 'training_4.0.0/closed_{}.yaml'
+    ("opt_name", 2),               # closed_resnet.yaml enqueues 'closed_resnet_{}.yaml' (include-style)
+])
+def test_other_config_choosing_keys_naming_a_planted_config_run_nothing(resnet, key, trial):
     root, folder, marker = resnet
     (folder / "y.yaml").write_text(_evil_config(marker))
-    # closed_common.yaml enqueues 'training_4.0.0/closed_{}.yaml' with submission_benchmark
-    _set_value(folder / "result_1.txt", "submission_benchmark", _depth_to_root() + str(folder / "y").lstrip("/"))
+    _set_value(folder / f"result_{trial}.txt", key, _depth_to_root() + str(folder / "y").lstrip("/"))
     report = check_path(root)
     assert not marker.exists()
-    assert any(f.file.endswith("result_1.txt") for f in _security(report))
-
-
-def test_include_style_key_naming_a_planted_config_runs_nothing(resnet):
-    """closed_resnet.yaml enqueues 'closed_resnet_{}.yaml' with opt_name."""
-    root, folder, marker = resnet
-    (folder / "z.yaml").write_text(_evil_config(marker))
-    _set_value(folder / "result_2.txt", "opt_name", _depth_to_root() + str(folder / "z").lstrip("/"))
-    report = check_path(root)
-    assert not marker.exists()
-    assert any(f.file.endswith("result_2.txt") for f in _security(report))
+    assert any(f.file.endswith(f"result_{trial}.txt") for f in _security(report))
 
 
 def test_absolute_path_value_runs_nothing(resnet):

@@ -113,7 +113,7 @@ def _step_fits(batch_size, limit_bytes):
     """Ground truth: does one real training step of TinyRef fit under the fake limit?"""
     ref = TinyRef()
     step = sweep._Step(ref, {}, torch.device("cpu"), batch_size, "fp32",
-                       sweep._batch_source(ref, torch.device("cpu"), batch_size, None),
+                       sweep.batch_source(ref, torch.device("cpu"), batch_size, None),
                        lambda: oom.FakeAllocatorLimit(limit_bytes))
     try:
         step()
