@@ -156,6 +156,8 @@ def _train_epoch(epoch: int, trainer: Trainer, timeline: Timeline, progress: Tri
                 progress.step(CHECK_EVERY_STEPS, trainer.loss_value())
                 if trainer.diverged():
                     break
+        if timeline.telemetry is not None:  # one row inside every epoch, however short it is
+            timeline.telemetry.sample_now()
         ep.fields[mllog.SAMPLES] = samples
     w = ep.window
     record = EpochRecord(epoch, w.seconds, w.joules, samples, energy_domains_j=w.domain_joules())
