@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from trainmark.checker.catalog import AGREE_001, AGREE_002, AGREE_003, AGREE_004
 from trainmark.checker.epochs_check import LoggedEpoch
 from trainmark.checker.findings import Findings
 from trainmark.checker.trial_record import TrialRecord
@@ -23,11 +24,11 @@ def check_agreement(text_lines: list[LoggedEpoch], text_rel: str, records: dict[
         by_trial.setdefault(item.entry.trial, []).append(item)
     for trial in sorted(by_trial.keys() - records.keys()):
         first = by_trial[trial][0]
-        findings.add("AGREE-001", text_rel, f"line {first.line}: trial {trial} has no readable result_{trial}.txt",
+        findings.add(AGREE_001, text_rel, f"line {first.line}: trial {trial} has no readable result_{trial}.txt",
                      line=first.line, expected=f"result_{trial}.txt", seen=f"trial {trial} in epochs.log only")
     for trial in sorted(records.keys() - by_trial.keys()):
         rec = records[trial]
-        findings.add("AGREE-001", rec.rel, f"trial {trial} has no line in epochs.log", line=rec.first_line,
+        findings.add(AGREE_001, rec.rel, f"trial {trial} has no line in epochs.log", line=rec.first_line,
                      expected=f"lines of trial {trial} in epochs.log", seen="none")
     for trial in sorted(records.keys() & by_trial.keys()):
         _compare_trial(by_trial[trial], records[trial], text_rel, findings)
@@ -40,7 +41,7 @@ def _compare_trial(lines: list[LoggedEpoch], record: TrialRecord, text_rel: str,
         at = next((i for i, (a, b) in enumerate(zip(text_epochs, log_epochs)) if a != b),
                   min(len(text_epochs), len(log_epochs)))
         line = lines[min(at, len(lines) - 1)].line
-        findings.add("AGREE-002", text_rel, f"line {line}: trial {record.trial} evaluated epochs {text_epochs} in "
+        findings.add(AGREE_002, text_rel, f"line {line}: trial {record.trial} evaluated epochs {text_epochs} in "
                      f"epochs.log but {log_epochs} in {record.rel}", line=line, expected=log_epochs, seen=text_epochs)
     evals = {}
     for ev in record.evals:
@@ -54,14 +55,14 @@ def _compare_trial(lines: list[LoggedEpoch], record: TrialRecord, text_rel: str,
         acc = ev.accuracy
         if isinstance(acc, (int, float)) and not isinstance(acc, bool) and math.isfinite(acc):
             if f"{acc:.4f}" != f"{item.entry.metric:.4f}":
-                findings.add("AGREE-003", text_rel, f"line {n}: trial {record.trial} epoch {item.entry.epoch} metric "
+                findings.add(AGREE_003, text_rel, f"line {n}: trial {record.trial} epoch {item.entry.epoch} metric "
                              f"{item.entry.metric:.4f}, but {record.rel} line {ev.accuracy_line} has {acc!r}",
                              line=n, expected=f"{acc:.4f}", seen=f"{item.entry.metric:.4f}")
         if ev.stop_ms is not None:
             logged = math.floor(ev.stop_ms / 1000)
             text = item.entry.time.timestamp()
             if abs(text - logged) > TIME_TOLERANCE_S:
-                findings.add("AGREE-004", text_rel, f"line {n}: trial {record.trial} epoch {item.entry.epoch} stamped "
+                findings.add(AGREE_004, text_rel, f"line {n}: trial {record.trial} epoch {item.entry.epoch} stamped "
                              f"{text - logged:+.0f} s from eval_stop on {record.rel} line {ev.stop_line} "
                              f"(tolerance {TIME_TOLERANCE_S:g} s, UTC)", line=n,
                              expected=_utc(logged), seen=f"{item.entry.time:%Y:%m:%d %H:%M:%S}")

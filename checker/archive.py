@@ -31,8 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from trainmark.digest import sha256_file
+from trainmark.checker.catalog import (
+    ARCHIVE_001,
+    ARCHIVE_002,
+    ARCHIVE_003,
+    ARCHIVE_004,
+    ARCHIVE_005,
+    ARCHIVE_006,
+    ARCHIVE_007,
+)
 from trainmark.checker.findings import Findings
+
+from trainmark.digest import sha256_file
 from trainmark.errors import UserError
 
 GiB = 1 << 30
@@ -144,7 +154,7 @@ def validate_members(tar: tarfile.TarFile, limits: ArchiveLimits, findings: Find
     total = 0
     for index, member in enumerate(tar, start=1):
         if index > limits.max_members:
-            findings.add("ARCHIVE-006", label, f"{label} holds more than {limits.max_members} members; not unpacked",
+            findings.add(ARCHIVE_006, label, f"{label} holds more than {limits.max_members} members; not unpacked",
                          expected=f"at most {limits.max_members} members", seen=f">{limits.max_members}")
             break
         name = member.name
@@ -152,29 +162,29 @@ def validate_members(tar: tarfile.TarFile, limits: ArchiveLimits, findings: Find
         normal = posixpath.normpath(name) if name else ""
         if not name or "\0" in name or name.startswith("/") or (name[:1].isalpha() and name[1:2] == ":") or \
                 normal == ".." or normal.startswith("../") or ".." in name.split("/") or "\\" in name:
-            findings.add("ARCHIVE-002", label, f"{where}: member path is absolute or leaves the folder",
+            findings.add(ARCHIVE_002, label, f"{where}: member path is absolute or leaves the folder",
                          expected="a relative path without '..'", seen=name)
         if member.issym() or member.islnk():
-            findings.add("ARCHIVE-003", label, f"{where}: a {'symbolic' if member.issym() else 'hard'} link to "
+            findings.add(ARCHIVE_003, label, f"{where}: a {'symbolic' if member.issym() else 'hard'} link to "
                          f"{member.linkname!r}", expected="regular files and folders",
                          seen=f"link -> {member.linkname}")
         elif not (member.isreg() or member.isdir()) or member.issparse():
             kind = ("character device" if member.ischr() else "block device" if member.isblk() else
                     "FIFO" if member.isfifo() else "sparse file" if member.issparse() else "special member")
-            findings.add("ARCHIVE-004", label, f"{where}: a {kind}", expected="regular files and folders", seen=kind)
+            findings.add(ARCHIVE_004, label, f"{where}: a {kind}", expected="regular files and folders", seen=kind)
         if member.size > limits.max_member_bytes:
-            findings.add("ARCHIVE-005", label, f"{where}: {member.size} bytes; the checker unpacks at most "
+            findings.add(ARCHIVE_005, label, f"{where}: {member.size} bytes; the checker unpacks at most "
                          f"{limits.max_member_bytes} per member", expected=f"at most {limits.max_member_bytes}",
                          seen=member.size)
             break  # its data is not read, not even skipped over
         total += member.size
         if total > limits.max_total_bytes:
-            findings.add("ARCHIVE-006", label, f"{label} holds more than {limits.max_total_bytes} bytes; not unpacked",
+            findings.add(ARCHIVE_006, label, f"{label} holds more than {limits.max_total_bytes} bytes; not unpacked",
                          expected=f"at most {limits.max_total_bytes} bytes", seen=f">{limits.max_total_bytes}")
             break
         key = normal.rstrip("/")
         if key in names:
-            findings.add("ARCHIVE-007", label, f"{where}: the name occurs twice", expected="each name once", seen=name)
+            findings.add(ARCHIVE_007, label, f"{where}: the name occurs twice", expected="each name once", seen=name)
         names.add(key)
         members.append(member)
     return members
@@ -248,11 +258,11 @@ def unpack(archive: Path, dest: Path, findings: Findings, limits: ArchiveLimits 
             kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(dest, members=members, **kwargs)
     except _HeaderTooLarge as exc:
-        findings.add("ARCHIVE-005", label, f"{label}: {exc}; the checker reads headers of at most {HEADER_CAP} bytes",
+        findings.add(ARCHIVE_005, label, f"{label}: {exc}; the checker reads headers of at most {HEADER_CAP} bytes",
                      expected=f"at most {HEADER_CAP} bytes", seen=str(exc))
         return False
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
-        findings.add("ARCHIVE-001", label, f"{label} cannot be unpacked: {type(exc).__name__}: {exc}",
+        findings.add(ARCHIVE_001, label, f"{label} cannot be unpacked: {type(exc).__name__}: {exc}",
                      expected="a tar archive (plain, gzip, bzip2 or xz)", seen=type(exc).__name__)
         return False
     return True

@@ -11,10 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainmark.checker import conformity, curve_check, mllog_check, trials_check
-from trainmark.checker import rank_check
-from trainmark.checker import energy_check
+from trainmark.checker import conformity, curve_check, energy_check, mllog_check, rank_check, trials_check
 from trainmark.checker.agreement import check_agreement
+from trainmark.checker.catalog import (
+    CONFORM_007,
+    HOSTILE_005,
+    HOSTILE_007,
+    LAYOUT_003,
+    LAYOUT_004,
+    LAYOUT_006,
+    RULES_001,
+    TRIAL_001,
+)
 from trainmark.checker.compliance_configs import ALLOWLIST
 from trainmark.checker.engine import run_engine
 from trainmark.checker.epochs_check import check_epochs_log
@@ -26,9 +34,11 @@ from trainmark.checker.scoring import score_benchmark
 from trainmark.checker.spread_check import check_spread
 from trainmark.checker.trial_json_check import check_trial_json
 from trainmark.checker.trial_record import TrialRecord, extract_trial
-from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
 from trainmark.rules import compliance
 from trainmark.rules.ruleset import BenchmarkRules
+
+from trainmark.format import mllog
+from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
 
 CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy", ".npz", ".h5",
                  ".py", ".pyc", ".sh", ".so", ".exe", ".dll", ".onnx")
@@ -79,7 +89,7 @@ def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, st
             has_epochs_log = True
         elif e.kind == "file" and (m := RESULT_FILE.fullmatch(e.name)):
             if m[1] == "0":
-                findings.add("TRIAL-001", rel, "result_0.txt: trials count from 1", expected="result_1.txt ...",
+                findings.add(TRIAL_001, rel, "result_0.txt: trials count from 1", expected="result_1.txt ...",
                              seen=e.name)
             else:
                 results[int(m[1])] = e.name
@@ -92,13 +102,13 @@ def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, st
 
 def _unexpected(rel: str, e: Entry, findings: Findings) -> None:
     if e.kind == "file" and e.name.lower().endswith(CODE_SUFFIXES):
-        findings.add("HOSTILE-005", rel, f"{rel} may carry code; it is never loaded", seen=e.name)
+        findings.add(HOSTILE_005, rel, f"{rel} may carry code; it is never loaded", seen=e.name)
     else:
-        findings.add("LAYOUT-004", rel, f"{rel} is not part of the format; ignored",
+        findings.add(LAYOUT_004, rel, f"{rel} is not part of the format; ignored",
                      expected="epochs.log, result_<k>.txt, trial_<k>/", seen=e.name)
 
 
-def _read(tree: SafeTree, rel: str, findings: Findings, missing_rule: str = "LAYOUT-003") -> bytes | None:
+def _read(tree: SafeTree, rel: str, findings: Findings, missing_rule: str = LAYOUT_003) -> bytes | None:
     try:
         return tree.read_bytes(rel, LOG_CAP)
     except Missing:
@@ -127,21 +137,21 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
         data = _read(tree, rel, findings)
         if data is not None:
             events_by_trial[k] = read_events(data, rel, findings, strict=True)
-    logged_version = _first_value(events_by_trial, "trainmark_rules_version")
+    logged_version = _first_value(events_by_trial, mllog.RULES_VERSION)
     known = getattr(ctx.rules_for, "versions", None)
     if isinstance(logged_version, str) and known is not None and logged_version not in known:
-        findings.add("RULES-001", folder.rel, f"the logs declare rules version {logged_version!r}, which this "
+        findings.add(RULES_001, folder.rel, f"the logs declare rules version {logged_version!r}, which this "
                      f"checker does not know", expected=f"one of {', '.join(known)}", seen=logged_version)
         return result
     rules = ctx.rules_for(folder.benchmark, logged_version if isinstance(logged_version, str) else None)
     if rules is None:
-        findings.add("LAYOUT-006", folder.rel, f"no rules for benchmark {folder.benchmark!r}",
+        findings.add(LAYOUT_006, folder.rel, f"no rules for benchmark {folder.benchmark!r}",
                      expected="a benchmark of `trainmark rules list`", seen=folder.benchmark)
         return result
     result.rules_version = rules.version
     division = folder.division
     if division is None:
-        logged = _first_value(events_by_trial, "submission_division")
+        logged = _first_value(events_by_trial, mllog.SUBMISSION_DIVISION)
         division = logged if logged in DIVISIONS else "closed"
         ctx.notes.append(f"{folder.rel or '.'}: division taken from the logs: {division}")
         result.division = division
@@ -155,13 +165,13 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
             text_lines = check_epochs_log(data, rel, rules, findings)
             check_agreement(text_lines, rel, records, findings)
     else:
-        findings.add("LAYOUT-003", _join(folder.rel, "epochs.log"), "epochs.log is missing",
+        findings.add(LAYOUT_003, _join(folder.rel, "epochs.log"), "epochs.log is missing",
                      expected="epochs.log", seen="missing")
     ordered = [records[k] for k in sorted(records)]
     trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
     for k in sorted(trial_dirs.keys() - results.keys()):
         if k > max(max(results, default=0), int(rules.trials)):  # inside that range TRIAL-001 says it
-            findings.add("LAYOUT-003", _join(folder.rel, f"result_{k}.txt"), f"trial_{k}/ has no result_{k}.txt",
+            findings.add(LAYOUT_003, _join(folder.rel, f"result_{k}.txt"), f"trial_{k}/ has no result_{k}.txt",
                          expected=f"result_{k}.txt", seen="missing")
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
@@ -183,8 +193,8 @@ def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list
                         division: str, ctx: TrainmarkContext, findings: Findings) -> dict[int, TrialRecord]:
     config = ctx.compliance_file(rules, division)
     key_rules = compliance.key_rules(rules, division)
-    names = {"submission_benchmark": folder.benchmark, "submission_division": folder.division,
-             "submission_org": folder.submitter, "submission_platform": folder.system}
+    names = {mllog.SUBMISSION_BENCHMARK: folder.benchmark, mllog.SUBMISSION_DIVISION: folder.division,
+             mllog.SUBMISSION_ORG: folder.submitter, mllog.SUBMISSION_PLATFORM: folder.system}
     records = {}
     for k, events in sorted(events_by_trial.items()):
         rel = _join(folder.rel, f"result_{k}.txt")
@@ -211,7 +221,7 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
     for k in sorted(results):
         trial_rel = _join(folder.rel, f"trial_{k}")
         if k not in trial_dirs:
-            findings.add("LAYOUT-003", trial_rel, f"trial {k} has result_{k}.txt but no trial_{k}/ folder",
+            findings.add(LAYOUT_003, trial_rel, f"trial {k} has result_{k}.txt but no trial_{k}/ folder",
                          expected=f"trial_{k}/model.safetensors, trial_{k}/structure.json", seen="missing")
             continue
         _check_trial_entries(tree, trial_rel, findings)
@@ -231,7 +241,7 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
             conformity.check_reference(desc, text, reference, division, structure_rel, record, findings)
         baseline = baseline or (k, desc["fingerprint"])
         if baseline[1] != desc["fingerprint"]:
-            findings.add("CONFORM-007", structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
+            findings.add(CONFORM_007, structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
                          expected=baseline[1], seen=desc["fingerprint"])
     return other_load
 
@@ -240,7 +250,7 @@ def _check_trial_entries(tree: SafeTree, trial_rel: str, findings: Findings) -> 
     try:
         entries = tree.list_dir(trial_rel)
     except (UnsafeEntry, Missing) as exc:
-        findings.add(getattr(exc, "rule", "HOSTILE-007"), trial_rel, getattr(exc, "message", str(exc)))
+        findings.add(getattr(exc, "rule", HOSTILE_007), trial_rel, getattr(exc, "message", str(exc)))
         return
     for e in safe_entries(trial_rel, entries, findings):
         if e.name not in TRIAL_FILES or e.kind != "file":
@@ -251,11 +261,11 @@ def trial_summary(r: TrialRecord) -> dict[str, Any]:
     """The recomputed figures of one trial, as the report shows them."""
     return {
         "trial": r.trial, "file": r.rel, "status": r.status, "converged": r.converged,
-        "seed": r.value("seed") if type(r.value("seed")) is int else None, "epochs": r.epochs_trained,
+        "seed": r.value(mllog.SEED) if type(r.value(mllog.SEED)) is int else None, "epochs": r.epochs_trained,
         "evaluations": r.epochs,
         "final_metric": r.final_metric, "train_time_s": r.train_time_s, "total_time_s": r.total_time_s,
         "eval_time_s": r.eval_time_s, "init_time_s": r.init_time_s, "time_reason": r.time_reason,
         "train_energy_j": r.train_energy_j, "total_energy_j": r.total_energy_j,
-        "energy_method": r.value("trainmark_energy_method") if isinstance(r.value("trainmark_energy_method"), str)
+        "energy_method": r.value(mllog.ENERGY_METHOD) if isinstance(r.value(mllog.ENERGY_METHOD), str)
         else None, "energy_reason": r.energy_reason,
     }

@@ -8,22 +8,29 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
-from typing import Callable
 from pathlib import Path
+from typing import Callable
 
 from trainmark.checker import archive
 from trainmark.checker.benchmark_check import BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
+from trainmark.checker.catalog import CHECKER_001, LAYOUT_006
+from trainmark.checker.code_check import check_code
 from trainmark.checker.conformity import ReferenceBuilder, ReferenceStructures
 from trainmark.checker.findings import Findings
 from trainmark.checker.layout import walk
-from trainmark.checker.code_check import check_code
-from trainmark.checker.mlperf import (infer_ruleset, is_mlperf_benchmark, known_rulesets, ruleset_note,
-                                      score_mlperf_benchmark)
+from trainmark.checker.mlperf import (
+    infer_ruleset,
+    is_mlperf_benchmark,
+    known_rulesets,
+    ruleset_note,
+    score_mlperf_benchmark,
+)
 from trainmark.checker.report import Report
 from trainmark.checker.safefs import SafeTree
 from trainmark.checker.systemdesc import check_system_file, load_schema
-from trainmark.errors import UserError
 from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, known_versions, load_ruleset
+
+from trainmark.errors import UserError
 
 
 @dataclass
@@ -75,7 +82,7 @@ def _check_benchmark(folder, tree: SafeTree, ctx: TrainmarkContext, names: set[s
         result.score = score.to_dict()
         result.trials = [vars(r) for r in score.runs]
         return result
-    findings.add("LAYOUT-006", folder.rel, f"no rules for benchmark {folder.benchmark!r}",
+    findings.add(LAYOUT_006, folder.rel, f"no rules for benchmark {folder.benchmark!r}",
                  expected=f"one of {', '.join(sorted(names))}", seen=folder.benchmark)
     return None
 
@@ -120,7 +127,7 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
             except UserError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the other folders
-                findings.add("CHECKER-001", folder.rel, f"checking {folder.rel or '.'} failed: "
+                findings.add(CHECKER_001, folder.rel, f"checking {folder.rel or '.'} failed: "
                              f"{type(exc).__name__}: {exc}", expected="a complete check", seen=type(exc).__name__)
                 continue
             if result is not None:

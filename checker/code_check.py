@@ -28,6 +28,21 @@ import re
 from pathlib import Path
 from typing import Any
 
+from trainmark.checker.catalog import (
+    CHECKER_001,
+    CODE_001,
+    CODE_002,
+    CODE_003,
+    CODE_004,
+    CODE_005,
+    CODE_006,
+    CODE_007,
+    CODE_008,
+    CODE_009,
+    CODE_010,
+    HOSTILE_006,
+    HOSTILE_007,
+)
 from trainmark.checker.findings import Findings
 from trainmark.checker.layout import safe_entries
 from trainmark.checker.safefs import JSON_CAP, MiB, Missing, SafeTree, UnsafeEntry
@@ -87,7 +102,7 @@ def check_code(benchmarks: list, tree: SafeTree, rules_root: Path, findings: Fin
         try:
             _check_one(result, rel, tree, released, findings, legacy)
         except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the other folders
-            findings.add("CHECKER-001", rel, f"checking the implementation record failed: {type(exc).__name__}: {exc}",
+            findings.add(CHECKER_001, rel, f"checking the implementation record failed: {type(exc).__name__}: {exc}",
                          expected="a complete check", seen=type(exc).__name__)
     if legacy:
         notes.append(f"code not verified for {len(legacy)} benchmark folder(s) of result format 1, written before "
@@ -135,20 +150,20 @@ def _walk(tree: SafeTree, rel: str, findings: Findings) -> dict[str, bytes]:
             child = posixpath.join(sub, e.name) if sub else e.name
             if e.kind == "dir":
                 if depth + 1 > MAX_DEPTH:
-                    findings.add("HOSTILE-006", posixpath.join(rel, child), f"implementation record nested deeper "
+                    findings.add(HOSTILE_006, posixpath.join(rel, child), f"implementation record nested deeper "
                                  f"than {MAX_DEPTH} folders; not read further", expected=f"at most {MAX_DEPTH}")
                 else:
                     todo.append((child, depth + 1))
                 continue
             if len(files) >= MAX_FILES or total + e.size > TOTAL_CAP:
-                findings.add("HOSTILE-006", rel, f"implementation record holds more than {MAX_FILES} files or "
+                findings.add(HOSTILE_006, rel, f"implementation record holds more than {MAX_FILES} files or "
                              f"{TOTAL_CAP >> 20} MiB; the rest is not read",
                              expected=f"at most {MAX_FILES} files, {TOTAL_CAP >> 20} MiB")
                 return files
             try:
                 data = tree.read_bytes(posixpath.join(rel, child), FILE_CAP)
             except (Missing, UnsafeEntry) as exc:
-                rule = exc.rule if isinstance(exc, UnsafeEntry) else "HOSTILE-007"
+                rule = exc.rule if isinstance(exc, UnsafeEntry) else HOSTILE_007
                 findings.add(rule, posixpath.join(rel, child), getattr(exc, "message", str(exc)),
                              seen=getattr(exc, "seen", ""))
                 continue
@@ -171,10 +186,10 @@ def parse_manifest(text: str, rel: str, findings: Findings) -> dict[str, str]:
             continue
         m = _MANIFEST_LINE.fullmatch(line)
         if not m or not _safe_path(m[2]):
-            findings.add("CODE-002", rel, f"{rel}:{number}: not '<sha256>  <relative path>'", line=number,
+            findings.add(CODE_002, rel, f"{rel}:{number}: not '<sha256>  <relative path>'", line=number,
                          expected="64 lowercase hex digits, two spaces, a relative path without '..'", seen=line)
         elif m[2] in listed:
-            findings.add("CODE-002", rel, f"{rel}:{number}: {m[2]} is listed twice", line=number,
+            findings.add(CODE_002, rel, f"{rel}:{number}: {m[2]} is listed twice", line=number,
                          expected="each file once", seen=m[2])
         else:
             listed[m[2]] = m[1]
@@ -185,20 +200,20 @@ def _load_json(files: dict[str, bytes], name: str, rel: str, required: dict[str,
                ) -> dict[str, Any] | None:
     where = posixpath.join(rel, name)
     if name not in files:
-        findings.add("CODE-006", where, f"{where} is missing", expected=name, seen="missing")
+        findings.add(CODE_006, where, f"{where} is missing", expected=name, seen="missing")
         return None
     try:
         data = json.loads(files[name].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        findings.add("CODE-006", where, f"{where} is not UTF-8 JSON: {exc}", expected="a JSON object")
+        findings.add(CODE_006, where, f"{where} is not UTF-8 JSON: {exc}", expected="a JSON object")
         return None
     if not isinstance(data, dict):
-        findings.add("CODE-006", where, f"{where} is not a JSON object", expected="a JSON object",
+        findings.add(CODE_006, where, f"{where} is not a JSON object", expected="a JSON object",
                      seen=type(data).__name__)
         return None
     for key, types in required.items():
         if not isinstance(data.get(key), types) or isinstance(data.get(key), bool):
-            findings.add("CODE-006", where, f"{where}: field {key!r} is missing or of the wrong type",
+            findings.add(CODE_006, where, f"{where}: field {key!r} is missing or of the wrong type",
                          expected=" or ".join(t.__name__ for t in types), seen=data.get(key, "missing"))
             return None
     return data
@@ -209,7 +224,7 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
         tree.list_dir(rel)
     except Missing:
         if _format_version(tree, result.path) >= 2:
-            findings.add("CODE-001", rel, f"{rel} is missing: the results of {result.path} come without the code "
+            findings.add(CODE_001, rel, f"{rel} is missing: the results of {result.path} come without the code "
                          "that produced them", expected="the implementation record trainmark run writes",
                          seen="missing")
         else:
@@ -222,25 +237,25 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
     manifest_rel = posixpath.join(rel, MANIFEST)
     if MANIFEST not in files:
-        findings.add("CODE-002", manifest_rel, f"{manifest_rel} is missing: the record's files are not hashed",
+        findings.add(CODE_002, manifest_rel, f"{manifest_rel} is missing: the record's files are not hashed",
                      expected=MANIFEST, seen="missing")
         listed = {}
     else:
         try:
             listed = parse_manifest(files[MANIFEST].decode("utf-8"), manifest_rel, findings)
         except UnicodeDecodeError:
-            findings.add("CODE-002", manifest_rel, f"{manifest_rel} is not UTF-8", expected="UTF-8 text")
+            findings.add(CODE_002, manifest_rel, f"{manifest_rel} is not UTF-8", expected="UTF-8 text")
             listed = {}
         for path, digest in listed.items():
             if path not in files:
-                findings.add("CODE-003", posixpath.join(rel, path), f"{path} is listed in {MANIFEST} but missing",
+                findings.add(CODE_003, posixpath.join(rel, path), f"{path} is listed in {MANIFEST} but missing",
                              expected="the file", seen="missing")
             elif digests[path] != digest:
-                findings.add("CODE-004", posixpath.join(rel, path), f"{path}: SHA-256 differs from {MANIFEST}",
+                findings.add(CODE_004, posixpath.join(rel, path), f"{path}: SHA-256 differs from {MANIFEST}",
                              expected=digest, seen=digests[path])
         for path in sorted(files):
             if path != MANIFEST and path not in listed and MANIFEST in files:
-                findings.add("CODE-005", posixpath.join(rel, path), f"{path} is not listed in {MANIFEST}",
+                findings.add(CODE_005, posixpath.join(rel, path), f"{path} is not listed in {MANIFEST}",
                              expected=f"a line '<sha256>  {path}'", seen="not listed")
 
     info = _load_json(files, "implementation.json", rel,
@@ -252,12 +267,12 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
         return
     info_rel = posixpath.join(rel, "implementation.json")
     if info["format"] != IMPLEMENTATION_FORMAT:
-        findings.add("CODE-006", info_rel, f"{info_rel}: format {info['format']!r} is not known",
+        findings.add(CODE_006, info_rel, f"{info_rel}: format {info['format']!r} is not known",
                      expected=IMPLEMENTATION_FORMAT, seen=info["format"])
     for key, want in (("benchmark", result.benchmark), ("system", result.system), ("division", result.division),
                       ("rules_version", result.rules_version)):
         if want is not None and info[key] != want:
-            findings.add("CODE-010", info_rel, f"{info_rel} names {key} {info[key]!r}, the results {want!r}",
+            findings.add(CODE_010, info_rel, f"{info_rel} names {key} {info[key]!r}, the results {want!r}",
                          expected=want, seen=info[key])
     division = result.division or info["division"]
     if division == "closed":
@@ -265,7 +280,7 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
     model = info.get("model")
     if division == "open" and isinstance(model, str) and model:
         if not any(path.startswith("model/") and path.endswith(".py") for path in files):
-            findings.add("CODE-009", posixpath.join(rel, "model"), f"open division with --model {model}: "
+            findings.add(CODE_009, posixpath.join(rel, "model"), f"open division with --model {model}: "
                          f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
 
 
@@ -275,7 +290,7 @@ def _check_released(result, rel: str, digests: dict[str, str], released: _Releas
     expected = table.get("benchmarks", {}).get(result.benchmark) if isinstance(table, dict) else None
     if not isinstance(expected, dict):
         why = table if isinstance(table, str) else f"it lists no benchmark {result.benchmark!r}"
-        findings.add("CODE-008", posixpath.join(rel, "code"), f"closed-division code not compared with the "
+        findings.add(CODE_008, posixpath.join(rel, "code"), f"closed-division code not compared with the "
                      f"released reference of rules {version}: {why}", expected="reference-code.json with the "
                      "benchmark", seen=why)
         return
@@ -283,11 +298,11 @@ def _check_released(result, rel: str, digests: dict[str, str], released: _Releas
     for path, digest in sorted(expected.items()):
         where = posixpath.join(rel, path)
         if path not in code:
-            findings.add("CODE-007", where, f"{path} of the released reference (rules {version}) is missing",
+            findings.add(CODE_007, where, f"{path} of the released reference (rules {version}) is missing",
                          expected=digest, seen="missing")
         elif code[path] != digest:
-            findings.add("CODE-007", where, f"{path} differs from the released reference of rules {version}",
+            findings.add(CODE_007, where, f"{path} differs from the released reference of rules {version}",
                          expected=digest, seen=code[path])
     for path in sorted(set(code) - set(expected)):
-        findings.add("CODE-007", posixpath.join(rel, path), f"{path} is not part of the released reference of "
+        findings.add(CODE_007, posixpath.join(rel, path), f"{path} is not part of the released reference of "
                      f"rules {version}", expected="only the released reference's files under code/", seen=path)

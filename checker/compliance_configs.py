@@ -27,6 +27,8 @@ import yaml
 from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
+from trainmark.format import mllog
+
 MLPERF_CONFIG_DIR = os.path.dirname(os.path.abspath(mlp_compliance.__file__))  # as the engine joins paths
 _MLPERF_CONFIG = re.compile(r"(?:training|hpc)_\d+\.\d+\.\d+(?:_warn)?/[A-Za-z0-9_]+\.yaml")
 TOKEN = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -141,9 +143,9 @@ def choosing_value_problems(events, ruleset: str) -> list[tuple[object, str]]:
         if e.key not in keys:
             continue
         v = e.value
-        if e.key == "submission_division":
+        if e.key == mllog.SUBMISSION_DIVISION:
             ok, want = v in DIVISIONS, "'closed' or 'open'"
-        elif e.key == "submission_benchmark":
+        elif e.key == mllog.SUBMISSION_BENCHMARK:
             ok, want = isinstance(v, str) and v in mlperf_benchmarks(), "an MLPerf Training benchmark name"
         else:
             ok, want = isinstance(v, str) and TOKEN.fullmatch(v) is not None, "a plain name [A-Za-z0-9_]"

@@ -13,11 +13,14 @@ import math
 import re
 from typing import Any, Callable
 
+from trainmark.checker.catalog import CONFORM_001, CONFORM_002, CONFORM_003, CONFORM_005, CONFORM_006, LAYOUT_003
 from trainmark.checker.findings import Findings
 from trainmark.checker.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.safetensors_header import HeaderError, read_tensor_table
 from trainmark.checker.trial_record import TrialRecord
 from trainmark.rules.ruleset import BenchmarkRules
+
+from trainmark.format import mllog
 
 ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
 
@@ -73,7 +76,7 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
     try:
         raw = tree.read_bytes(rel, JSON_CAP)
     except Missing:
-        findings.add("LAYOUT-003", rel, f"{rel} is missing", expected="structure.json", seen="missing")
+        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected="structure.json", seen="missing")
         return None, ""
     except UnsafeEntry as exc:
         findings.add(exc.rule, rel, exc.message, seen=exc.seen)
@@ -82,24 +85,24 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
         text = raw.decode("utf-8")
         desc = json.loads(text)
     except RecursionError:
-        findings.add("CONFORM-001", rel, "JSON nested too deeply", expected="structure JSON")
+        findings.add(CONFORM_001, rel, "JSON nested too deeply", expected="structure JSON")
         return None, ""
     except (UnicodeDecodeError, ValueError) as exc:
-        findings.add("CONFORM-001", rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
+        findings.add(CONFORM_001, rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
                      expected="structure JSON", seen=raw[:80])
         return None, ""
     problem = _shape_problem(desc)
     if problem:
-        findings.add("CONFORM-001", rel, f"{problem}", expected=f"format {structure.FORMAT}", seen=problem)
+        findings.add(CONFORM_001, rel, f"{problem}", expected=f"format {structure.FORMAT}", seen=problem)
         return None, text
     recomputed = structure.fingerprint(desc)
     if recomputed != desc["fingerprint"]:
-        findings.add("CONFORM-001", rel, "the fingerprint does not match the described structure (edited?)",
+        findings.add(CONFORM_001, rel, "the fingerprint does not match the described structure (edited?)",
                      line=_line_of(text, "fingerprint", desc["fingerprint"]), expected=recomputed,
                      seen=desc["fingerprint"])
     count = sum(math.prod(p["shape"]) for p in desc["parameters"])
     if count != desc["parameter_count"]:
-        findings.add("CONFORM-001", rel, f"parameter_count {desc['parameter_count']} but the parameters "
+        findings.add(CONFORM_001, rel, f"parameter_count {desc['parameter_count']} but the parameters "
                      f"add up to {count}", line=_line_of(text, "parameter_count"), expected=count,
                      seen=desc["parameter_count"])
     return desc, text
@@ -137,7 +140,7 @@ def check_weights(tree: SafeTree, rel: str, desc: dict | None, findings: Finding
     try:
         table = read_tensor_table(tree, rel)
     except Missing:
-        findings.add("LAYOUT-003", rel, f"{rel} is missing", expected="model.safetensors", seen="missing")
+        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected="model.safetensors", seen="missing")
         return
     except UnsafeEntry as exc:
         findings.add(exc.rule, rel, exc.message, seen=exc.seen)
@@ -158,9 +161,9 @@ def check_weights(tree: SafeTree, rel: str, desc: dict | None, findings: Finding
             problems.append((f"tensor {name!r}: structure.json says {_tensor(expected[name])}, the weights hold "
                              f"{_tensor(table[name])}", _tensor(expected[name]), _tensor(table[name])))
     for message, want, got in problems[:limit]:
-        findings.add("CONFORM-005", rel, f"{message}", expected=want, seen=got)
+        findings.add(CONFORM_005, rel, f"{message}", expected=want, seen=got)
     if len(problems) > limit:
-        findings.add("CONFORM-005", rel, f"and {len(problems) - limit} more tensor differences",
+        findings.add(CONFORM_005, rel, f"and {len(problems) - limit} more tensor differences",
                      expected="tensors as in structure.json", seen=f"{len(problems)} differences")
 
 
@@ -176,12 +179,12 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
         return
     differences = _ordered(structure.diff(reference, desc, limit=10**6))
     if division == "closed":
-        findings.add("CONFORM-002", rel, "the model is not the reference model: " + "; ".join(differences),
+        findings.add(CONFORM_002, rel, "the model is not the reference model: " + "; ".join(differences),
                      line=_first_difference_line(text, reference, desc), expected=reference["fingerprint"],
                      seen=desc["fingerprint"])
         return
-    flops = record.value("trainmark_flops_per_step") if record is not None else None
-    findings.add("CONFORM-003", rel, f"{desc['parameter_count']} parameters (reference "
+    flops = record.value(mllog.FLOPS_PER_STEP) if record is not None else None
+    findings.add(CONFORM_003, rel, f"{desc['parameter_count']} parameters (reference "
                  f"{reference['parameter_count']}); FLOPs per step {flops if flops is not None else 'not logged'} "
                  f"(reference: not known to the checker); {len(differences)} structural differences: "
                  + "; ".join(differences[:5]), expected=f"{reference['parameter_count']} parameters",
@@ -212,8 +215,8 @@ def _line_of(text: str, field: str, value: Any = None) -> int | None:
 
 def check_logged_model(record: TrialRecord, desc: dict, structure_rel: str, findings: Findings) -> None:
     """The MLLOG's fingerprint and parameter count against ``structure.json``."""
-    for key, want in (("trainmark_model_fingerprint", desc["fingerprint"]),
-                      ("trainmark_parameter_count", desc["parameter_count"])):
+    for key, want in ((mllog.MODEL_FINGERPRINT, desc["fingerprint"]),
+                      (mllog.PARAMETER_COUNT, desc["parameter_count"])):
         if key in record.points and record.value(key) != want:
-            findings.add("CONFORM-006", record.rel, f"{key} is {record.value(key)!r}, {structure_rel} says {want!r}",
+            findings.add(CONFORM_006, record.rel, f"{key} is {record.value(key)!r}, {structure_rel} says {want!r}",
                          line=record.line_of(key), expected=want, seen=record.value(key))

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainmark.checker.catalog import CURVE_001, CURVE_002
 from trainmark.checker.findings import Findings
 from trainmark.checker.trial_record import TrialRecord
 from trainmark.rules.ruleset import BenchmarkRules
 
-RULE_OF_SEVERITY = {"warning": "CURVE-001", "error": "CURVE-002"}
+from trainmark.format import mllog
+
+RULE_OF_SEVERITY = {"warning": CURVE_001, "error": CURVE_002}
 
 
 def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: Any) -> dict[int, tuple[float, float]]:
@@ -43,7 +46,7 @@ def check_curves(records: list[TrialRecord], rules: BenchmarkRules, division: st
     tolerance = float(spec["tolerance"])
     rule_id = RULE_OF_SEVERITY[spec.get("severity", "warning")]
     for record in records:
-        band = band_for(rules, record.value("global_batch_size"), record.value("trainmark_precision"))
+        band = band_for(rules, record.value("global_batch_size"), record.value(mllog.PRECISION))
         if not band:
             continue
         left = [(ev, band[ev.epoch]) for ev in record.evals

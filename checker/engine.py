@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
-
 from trainmark.checker.compliance_configs import ALLOWLIST, guarded
 from trainmark.checker.mllog_read import Event
 
@@ -44,7 +43,7 @@ _END_FAILED = re.compile(r"failed test: (?P<test>.*?)\ncurrent context", re.S)
 
 @dataclass(frozen=True)
 class EngineMessage:
-    rule: str | None      # the tag of the failed test (e.g. "TARGET-001"), else None
+    rule: str | None      # the tag of the failed test (e.g. TARGET-001), else None
     kind: str             # "check", "required", "other"
     key: str | None
     line: int | None      # 1-based file line

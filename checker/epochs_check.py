@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainmark.checker.catalog import EPOCHLOG_001, EPOCHLOG_002, EPOCHLOG_003, EPOCHLOG_004, EPOCHLOG_005, EPOCHLOG_006
 from trainmark.checker.findings import Findings
-from trainmark.format import epochlog
 from trainmark.rules.ruleset import BenchmarkRules
+
+from trainmark.format import epochlog
 
 MAX_LINE = 4096  # a valid line has under 60 characters
 
@@ -24,14 +26,14 @@ class LoggedEpoch:
 def check_epochs_log(data: bytes, rel: str, rules: BenchmarkRules | None, findings: Findings) -> list[LoggedEpoch]:
     """The parsed lines of ``epochs.log`` (also those out of order); problems become findings."""
     if not data:
-        findings.add("EPOCHLOG-006", rel, "epochs.log is empty", expected="one line per evaluated epoch",
+        findings.add(EPOCHLOG_006, rel, "epochs.log is empty", expected="one line per evaluated epoch",
                      seen="0 bytes")
         return []
     pieces = data.split(b"\n")
     if pieces[-1] == b"":
         pieces.pop()
     else:
-        findings.add("EPOCHLOG-006", rel, f"the last line ({len(pieces)}) has no newline: truncated file?",
+        findings.add(EPOCHLOG_006, rel, f"the last line ({len(pieces)}) has no newline: truncated file?",
                      line=len(pieces), expected="every line ends with '\\n'", seen=pieces[-1][-60:])
     parsed = []
     for number, raw in enumerate(pieces, start=1):
@@ -45,25 +47,25 @@ def check_epochs_log(data: bytes, rel: str, rules: BenchmarkRules | None, findin
 def _parse(raw: bytes, number: int, rel: str, rules: BenchmarkRules | None, findings: Findings):
     expected = "[yyyy:MM:dd HH:mm:ss] \u2013 [trial] \u2013 [epoch] \u2013 [metric]"
     if len(raw) > MAX_LINE:
-        findings.add("EPOCHLOG-001", rel, f"line {number} has {len(raw)} bytes", line=number,
+        findings.add(EPOCHLOG_001, rel, f"line {number} has {len(raw)} bytes", line=number,
                      expected=f"at most {MAX_LINE} bytes", seen=raw[:80])
         return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        findings.add("EPOCHLOG-001", rel, f"line {number} is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+        findings.add(EPOCHLOG_001, rel, f"line {number} is not valid UTF-8 ({exc.reason} at byte {exc.start})",
                      line=number, expected="UTF-8", seen=raw[:80])
         return None
     try:
         entry = epochlog.parse_line(text)
     except ValueError as exc:
-        rule = "EPOCHLOG-005" if "finite" in str(exc) else "EPOCHLOG-001"
+        rule = EPOCHLOG_005 if "finite" in str(exc) else EPOCHLOG_001
         findings.add(rule, rel, f"line {number}: {exc}", line=number, expected=expected, seen=text)
         return None
     if rules is not None:
         lo, hi = rules.metric["range"]
         if (lo is not None and entry.metric < lo) or (hi is not None and entry.metric > hi):
-            findings.add("EPOCHLOG-005", rel, f"line {number}: {rules.metric['name']} {entry.metric} outside "
+            findings.add(EPOCHLOG_005, rel, f"line {number}: {rules.metric['name']} {entry.metric} outside "
                          f"its range", line=number, expected=f"within [{lo}, {hi}]", seen=entry.metric)
     return entry
 
@@ -78,13 +80,13 @@ def _check_order(parsed: list[LoggedEpoch], rel: str, rules: BenchmarkRules | No
         e, n = item.entry, item.line
         if e.trial != current:
             if e.trial < 1:
-                findings.add("EPOCHLOG-002", rel, f"line {n}: trial {e.trial} (trials count from 1)", line=n,
+                findings.add(EPOCHLOG_002, rel, f"line {n}: trial {e.trial} (trials count from 1)", line=n,
                              expected="trial >= 1", seen=e.trial)
             elif e.trial in finished:
-                findings.add("EPOCHLOG-002", rel, f"line {n}: trial {e.trial} appears again after trial {current}",
+                findings.add(EPOCHLOG_002, rel, f"line {n}: trial {e.trial} appears again after trial {current}",
                              line=n, expected="each trial's lines together, once", seen=f"trial {e.trial} again")
             elif e.trial != (current or 0) + 1:
-                findings.add("EPOCHLOG-002", rel, f"line {n}: trial {e.trial} follows trial {current or 'none'}",
+                findings.add(EPOCHLOG_002, rel, f"line {n}: trial {e.trial} follows trial {current or 'none'}",
                              line=n, expected=f"trial {(current or 0) + 1}", seen=f"trial {e.trial}")
             if current is not None:
                 finished.add(current)
@@ -93,10 +95,10 @@ def _check_order(parsed: list[LoggedEpoch], rel: str, rules: BenchmarkRules | No
         if last_epoch is not None and (last is None or last.entry.epoch < last_epoch):
             want = min(want, last_epoch)
         if e.epoch != want:
-            findings.add("EPOCHLOG-003", rel, f"line {n}: trial {e.trial} epoch {e.epoch} where epoch {want} belongs",
+            findings.add(EPOCHLOG_003, rel, f"line {n}: trial {e.trial} epoch {e.epoch} where epoch {want} belongs",
                          line=n, expected=f"epoch {want}", seen=f"epoch {e.epoch}")
         if last is not None and e.time < last.entry.time:
-            findings.add("EPOCHLOG-004", rel, f"line {n}: time goes back within trial {e.trial} "
+            findings.add(EPOCHLOG_004, rel, f"line {n}: time goes back within trial {e.trial} "
                          f"(line {last.line} has {last.entry.time:%Y:%m:%d %H:%M:%S})", line=n,
                          expected=f">= {last.entry.time:%Y:%m:%d %H:%M:%S}", seen=f"{e.time:%Y:%m:%d %H:%M:%S}")
         last = item

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-from trainmark.checker.catalog import ERROR, RULES
+from trainmark.checker.catalog import ERROR, LIMIT_001, RULES
 
 MAX_TEXT = 400  # expected/seen quote submission content: keep a reviewer's screen usable
 MAX_PER_RULE_AND_FILE = 20     # a file with thousands of violations shows this many, then one LIMIT-001 count
@@ -76,7 +76,7 @@ class Findings:
         if key in self._seen:
             return
         groups = (("file", rule_id, file), ("folder", rule_id, file.rpartition("/")[0]))
-        if rule_id != "LIMIT-001":
+        if rule_id != LIMIT_001:
             for group in groups:
                 if self._per.get(group, 0) >= self._caps[group[0]]:
                     self._count_hidden(group, spec.severity)
@@ -98,11 +98,11 @@ class Findings:
         slot[1] += 1
         place = "this file" if scope == "file" else "the files of this folder"
         self._items[slot[0]] = Finding(
-            rule="LIMIT-001", severity=RULES["LIMIT-001"].severity, file=printable(where), line=None,
+            rule=LIMIT_001, severity=RULES[LIMIT_001].severity, file=printable(where), line=None,
             message=f"and {slot[1]} more {rule_id} finding(s) ({severity}) in {place}, not listed: "
                     f"the first {cap} are shown",
             expected=f"at most {cap} {rule_id} findings listed per {scope}", seen=f"{cap + slot[1]}",
-            fix=RULES["LIMIT-001"].fix)
+            fix=RULES[LIMIT_001].fix)
 
     def hidden(self) -> int:
         """How many findings the per-rule cap left out (they count toward nothing but LIMIT-001)."""

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainmark.checker.catalog import LAYOUT_003
 from trainmark.checker.findings import Findings
 from trainmark.checker.mllog_read import STRICT_JSON, BadNumber, DuplicateKey
 from trainmark.checker.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
+
 from trainmark.format import schema
 
 MAX_DEPTH = 64  # a harness-written JSON file nests a few levels; Python's parser would recurse ~1000 deep
@@ -34,7 +36,7 @@ def nesting_depth(raw: bytes) -> int:
 
 
 def read_json_object(tree: SafeTree, rel: str, findings: Findings, rule: str, *,
-                     missing_rule: str = "LAYOUT-003", cap: int = JSON_CAP) -> dict | None:
+                     missing_rule: str = LAYOUT_003, cap: int = JSON_CAP) -> dict | None:
     """The JSON object at ``rel``, or None after one finding (``rule`` for bad content)."""
     try:
         raw = tree.read_bytes(rel, cap)

@@ -11,12 +11,12 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainmark.checker.catalog import HOSTILE_001, HOSTILE_003, LAYOUT_001, LAYOUT_002, LAYOUT_004, LAYOUT_005
 from trainmark.checker.findings import Findings
-from trainmark.checker.safefs import (Entry, Missing, SafeTree, UnsafeEntry, link_finding_message,
-                                      special_file_message)
+from trainmark.checker.safefs import Entry, Missing, SafeTree, UnsafeEntry, link_finding_message, special_file_message
+
 from trainmark.errors import UserError
 from trainmark.format.layout import DIVISIONS, NAME
-
 
 
 @dataclass
@@ -110,10 +110,10 @@ def safe_entries(rel: str, entries: list[Entry], findings: Findings) -> list[Ent
     for e in entries:
         child = posixpath.join(rel, e.name)
         if e.kind == "symlink":
-            findings.add("HOSTILE-001", child, link_finding_message(child, e.link_target),
+            findings.add(HOSTILE_001, child, link_finding_message(child, e.link_target),
                          seen=f"link -> {e.link_target}")
         elif e.kind == "other":
-            findings.add("HOSTILE-003", child, special_file_message(child, e.link_target), seen=e.link_target)
+            findings.add(HOSTILE_003, child, special_file_message(child, e.link_target), seen=e.link_target)
         else:
             safe.append(e)
     return safe
@@ -132,7 +132,7 @@ class _Walker:
         try:
             entries = self.tree.list_dir(rel)
         except Missing:
-            self.findings.add("LAYOUT-001", rel, f"folder {rel} is missing")
+            self.findings.add(LAYOUT_001, rel, f"folder {rel} is missing")
             return None
         except UnsafeEntry as exc:
             self.findings.add(exc.rule, rel, exc.message, seen=exc.seen)
@@ -140,7 +140,7 @@ class _Walker:
         return safe_entries(rel, entries, self.findings)
 
     def unexpected(self, rel: str, e: Entry, what: str) -> None:
-        self.findings.add("LAYOUT-004", posixpath.join(rel, e.name),
+        self.findings.add(LAYOUT_004, posixpath.join(rel, e.name),
                           f"{posixpath.join(rel, e.name)} is not part of the format ({what}); ignored",
                           expected=what, seen=e.name)
 
@@ -155,7 +155,7 @@ class _Walker:
             if e.kind == "dir" and e.name in DIVISIONS:
                 self.division(e.name, e.name)
             elif e.kind == "dir":
-                self.findings.add("LAYOUT-005", e.name, f"division folder {e.name!r} is neither closed nor open",
+                self.findings.add(LAYOUT_005, e.name, f"division folder {e.name!r} is neither closed nor open",
                                   expected="closed or open", seen=e.name)
             else:
                 self.unexpected("", e, "a submission root holds closed/ and open/")
@@ -178,7 +178,7 @@ class _Walker:
         system_files: set[str] | None = None
         systems_rel = posixpath.join(rel, "systems")
         if "systems" not in names or names["systems"].kind != "dir":
-            self.findings.add("LAYOUT-001", systems_rel, f"folder {systems_rel} is missing",
+            self.findings.add(LAYOUT_001, systems_rel, f"folder {systems_rel} is missing",
                               expected="systems/<system>.json for every system")
         else:
             system_files = set()
@@ -191,17 +191,17 @@ class _Walker:
                     self.unexpected(systems_rel, e, "systems/ holds <system>.json files")
         results_rel = posixpath.join(rel, "results")
         if "results" not in names or names["results"].kind != "dir":
-            self.findings.add("LAYOUT-001", results_rel, f"folder {results_rel} is missing",
+            self.findings.add(LAYOUT_001, results_rel, f"folder {results_rel} is missing",
                               expected="results/<system>/<benchmark>/")
             return
         systems = [e for e in self.listing(results_rel) or [] if e.kind == "dir"]
         if not systems:
-            self.findings.add("LAYOUT-001", results_rel, f"folder {results_rel} holds no system folder",
+            self.findings.add(LAYOUT_001, results_rel, f"folder {results_rel} holds no system folder",
                               expected="results/<system>/<benchmark>/")
         for e in systems:
             system_rel = posixpath.join(results_rel, e.name)
             if system_files is not None and e.name not in system_files:
-                self.findings.add("LAYOUT-002", system_rel,
+                self.findings.add(LAYOUT_002, system_rel,
                                   f"system {e.name!r} has results but no {systems_rel}/{e.name}.json",
                                   expected=f"{systems_rel}/{e.name}.json", seen="missing")
             self.system(system_rel, e.name, submitter, division)
@@ -226,5 +226,5 @@ class _Walker:
 
     def _check_name(self, rel: str, name: str, what: str) -> None:
         if not NAME.fullmatch(name):
-            self.findings.add("LAYOUT-005", rel, f"{what} name {name!r} uses characters outside [A-Za-z0-9._-]",
+            self.findings.add(LAYOUT_005, rel, f"{what} name {name!r} uses characters outside [A-Za-z0-9._-]",
                               expected="[A-Za-z0-9._-]+", seen=name)

@@ -21,13 +21,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from trainmark.checker.catalog import LIMIT_002, MLLOG_001, MLLOG_010, MLLOG_011, MLLOG_012, NUMBER_001
 from trainmark.checker.findings import Findings, clip
+
+from trainmark.format import mllog
 
 TOKEN = ":::MLLOG "
 # Longest records seen (shared MLPerf Training v4.0 fixture and our submissions, measured with
 # benchmarks/checker_speed.py's fixture): trainmark_trial_result 924 characters, every other key <= 294.
 DEFAULT_KEY_LIMIT = 2048
-KEY_LIMITS = {"trainmark_trial_result": 8192}
+KEY_LIMITS = {mllog.TRIAL_RESULT: 8192}
 MAX_LINE = max(DEFAULT_KEY_LIMIT, *KEY_LIMITS.values())  # checked before any JSON is parsed
 # The engine's quadratic cost of a file is about sum(len(record)^2) character steps (~3 ns each, contended
 # machine): the largest real file sums to 3e7; 2.5e8 is about a second of engine regex at worst.
@@ -107,40 +110,40 @@ def _parse(payload: str, strict: bool) -> tuple[dict | None, str, str]:
     try:
         record = STRICT_JSON.decode(payload)
     except RecursionError:
-        return None, "JSON nested too deeply", "MLLOG-001"
+        return None, "JSON nested too deeply", MLLOG_001
     except DuplicateKey as exc:
-        return None, str(exc), "MLLOG-011"
+        return None, str(exc), MLLOG_011
     except BadNumber as exc:
-        return None, str(exc), "NUMBER-001"
+        return None, str(exc), NUMBER_001
     except ValueError as exc:
         if "integer string conversion" in str(exc) or "Exceeds the limit" in str(exc):
-            return None, f"an integer with more digits than Python converts ({exc})", "NUMBER-001"
-        return None, f"not valid JSON ({exc})", "MLLOG-001"
+            return None, f"an integer with more digits than Python converts ({exc})", NUMBER_001
+        return None, f"not valid JSON ({exc})", MLLOG_001
     if not isinstance(record, dict):
-        return None, f"the JSON is a {type(record).__name__}, not an object", "MLLOG-001"
+        return None, f"the JSON is a {type(record).__name__}, not an object", MLLOG_001
     # integers were bounded while parsing; the walk is only needed where the text could nest too deep
     if payload.count("{") + payload.count("[") > MAX_DEPTH and nesting_depth(record) > MAX_DEPTH:
-        return None, f"the JSON is nested more than {MAX_DEPTH} levels deep", "MLLOG-001"
+        return None, f"the JSON is nested more than {MAX_DEPTH} levels deep", MLLOG_001
     for name in ("time_ms", "key", "value", "metadata"):
         if name not in record:
-            return None, f"the record has no {name!r}", "MLLOG-001"
+            return None, f"the record has no {name!r}", MLLOG_001
     t = record["time_ms"]
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
-        return None, f"time_ms {clip(t, 60)} is not a finite number", "MLLOG-001"
+        return None, f"time_ms {clip(t, 60)} is not a finite number", MLLOG_001
     low, high = TIME_MS_RANGE
     if not low <= t <= high:
-        return None, f"time_ms {clip(t, 60)} is outside {low:.0f}..{high:.0e} (milliseconds since 1970)", "NUMBER-001"
+        return None, f"time_ms {clip(t, 60)} is outside {low:.0f}..{high:.0e} (milliseconds since 1970)", NUMBER_001
     if not isinstance(record["key"], str) or not record["key"]:
-        return None, f"key {clip(record['key'], 60)} is not a non-empty string", "MLLOG-001"
+        return None, f"key {clip(record['key'], 60)} is not a non-empty string", MLLOG_001
     if not isinstance(record["metadata"], dict):
-        return None, "metadata is not an object", "MLLOG-001"
+        return None, "metadata is not an object", MLLOG_001
     if strict and record.get("event_type") not in EVENT_TYPES:
         return None, (f"event_type {clip(record.get('event_type'), 60)} is not one of "
-                      f"{', '.join(EVENT_TYPES)}"), "MLLOG-001"
+                      f"{', '.join(EVENT_TYPES)}"), MLLOG_001
     limit = KEY_LIMITS.get(record["key"], DEFAULT_KEY_LIMIT)
     if len(payload) + len(TOKEN) > limit:
         return None, (f"the {clip(record['key'], 60)} record has {len(payload) + len(TOKEN)} characters "
-                      f"(at most {limit} for this key)"), "MLLOG-010"
+                      f"(at most {limit} for this key)"), MLLOG_010
     return record, "", ""
 
 
@@ -156,7 +159,7 @@ def read_events(data: bytes, rel: str, findings: Findings, *, strict: bool) -> l
     cost = 0
     for number, line in (_strict_lines(data, rel, findings) if strict else _mlperf_lines(data)):
         if len(line) > MAX_LINE:
-            findings.add("MLLOG-010", rel, f"line {number} has {len(line)} characters (at most {MAX_LINE})",
+            findings.add(MLLOG_010, rel, f"line {number} has {len(line)} characters (at most {MAX_LINE})",
                          line=number, expected=f"at most {MAX_LINE} characters", seen=f"{len(line)} characters")
             continue
         record, why, rule = _parse(line[len(TOKEN):], strict)
@@ -166,7 +169,7 @@ def read_events(data: bytes, rel: str, findings: Findings, *, strict: bool) -> l
             continue
         cost += len(line) ** 2
         if cost > ENGINE_BUDGET or len(events) >= MAX_EVENTS:
-            findings.add("LIMIT-002", rel, f"records from line {number} on were not evaluated: the file's records "
+            findings.add(LIMIT_002, rel, f"records from line {number} on were not evaluated: the file's records "
                          f"exceed what the compliance engine is given ({MAX_EVENTS} records, "
                          f"{ENGINE_BUDGET:.1e} squared characters)", line=number,
                          expected=f"at most {MAX_EVENTS} records of a few hundred characters",
@@ -176,7 +179,7 @@ def read_events(data: bytes, rel: str, findings: Findings, *, strict: bool) -> l
                             record["metadata"], record.get("event_type")))
     if strict and b"\r\n" in data:
         first, crlf = data[: data.index(b"\r\n")].count(b"\n") + 1, data.count(b"\r\n")
-        findings.add("MLLOG-012", rel, f"{crlf} line(s) end with CR LF (the first: line {first})",
+        findings.add(MLLOG_012, rel, f"{crlf} line(s) end with CR LF (the first: line {first})",
                      line=first, expected="'\\n' line ends", seen="'\\r\\n'")
     return events
 
@@ -187,17 +190,17 @@ def _strict_lines(data: bytes, rel: str, findings: Findings):
         try:
             line = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError as exc:
-            findings.add("MLLOG-001", rel, f"line {number} is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+            findings.add(MLLOG_001, rel, f"line {number} is not valid UTF-8 ({exc.reason} at byte {exc.start})",
                          line=number, expected="UTF-8 text", seen=raw[:80])
             continue
         if not line.strip():
             continue
         if not line.startswith(TOKEN):
-            findings.add("MLLOG-001", rel, f"line {number} is not an MLLOG record", line=number,
+            findings.add(MLLOG_001, rel, f"line {number} is not an MLLOG record", line=number,
                          expected=":::MLLOG {json}", seen=line)
             continue
         if TOKEN in line[len(TOKEN):]:  # mlperf-logging would parse from the last one: a record inside a value
-            findings.add("MLLOG-001", rel, f"line {number} holds ':::MLLOG ' twice; mlperf-logging would read the "
+            findings.add(MLLOG_001, rel, f"line {number} holds ':::MLLOG ' twice; mlperf-logging would read the "
                          f"second as the record", line=number, expected="one ':::MLLOG ' per line", seen=line)
             continue
         yield number, line

@@ -20,7 +20,15 @@ from pathlib import Path
 
 from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
-
+from trainmark.checker.catalog import (
+    HOSTILE_007,
+    MLPERF_001,
+    MLPERF_002,
+    MLPERF_003,
+    MLPERF_004,
+    MLPERF_005,
+    SECURITY_001,
+)
 from trainmark.checker.compliance_configs import choosing_value_problems
 from trainmark.checker.engine import run_engine
 from trainmark.checker.findings import Findings
@@ -29,6 +37,8 @@ from trainmark.checker.mllog_check import refused_findings
 from trainmark.checker.mllog_read import read_events
 from trainmark.checker.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.scoring import olympic_mean
+
+from trainmark.format import mllog
 
 
 @dataclass
@@ -100,12 +110,12 @@ def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str
         score.runs.append(run)
     score.dropped = sum(r.dropped for r in score.runs)
     if score.required_runs is not None and len(names) < score.required_runs:
-        findings.add("MLPERF-004", folder.rel, f"{len(names)} result files; MLPerf requires {score.required_runs} "
+        findings.add(MLPERF_004, folder.rel, f"{len(names)} result files; MLPerf requires {score.required_runs} "
                      f"for {benchmark}", expected=score.required_runs, seen=len(names))
     score.olympic_minutes, score.score_reason = olympic_mean(
         [None if r.dropped else r.minutes for r in score.runs], score.max_dropped, score.max_dropped)
     if score.dropped > score.max_dropped:
-        findings.add("MLPERF-003", folder.rel, f"{score.dropped} runs dropped; MLPerf allows {score.max_dropped} "
+        findings.add(MLPERF_003, folder.rel, f"{score.dropped} runs dropped; MLPerf allows {score.max_dropped} "
                      f"for {benchmark}: no score", expected=f"at most {score.max_dropped}", seen=score.dropped)
     score.scaling_factor = _scaling_factor(tree, f"{folder.rel}/scaling.json".lstrip("/"), folder, findings)
     if score.olympic_minutes is not None:
@@ -117,19 +127,19 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> ML
     try:
         data = tree.read_bytes(rel, LOG_CAP)
     except (UnsafeEntry, Missing) as exc:
-        rule = exc.rule if isinstance(exc, UnsafeEntry) else "HOSTILE-007"
+        rule = exc.rule if isinstance(exc, UnsafeEntry) else HOSTILE_007
         findings.add(rule, rel, getattr(exc, "message", str(exc)), seen=getattr(exc, "seen", ""))
         return MLPerfRun(rel, None, True, "unreadable")
     line_problems = Findings()
     events = read_events(data, rel, line_problems, strict=False)
     if len(line_problems):
         first = next(iter(line_problems))
-        findings.add("MLPERF-001", rel, f"{first.message} (mlperf-logging cannot parse it)", line=first.line,
+        findings.add(MLPERF_001, rel, f"{first.message} (mlperf-logging cannot parse it)", line=first.line,
                      expected=first.expected, seen=first.seen)
         return MLPerfRun(rel, None, True, "malformed MLLOG line")
     problems = choosing_value_problems(events, ruleset)
     for event, want in problems:
-        findings.add("SECURITY-001", rel, f"{event.key} {event.value!r} is not {want}: this file is not run through "
+        findings.add(SECURITY_001, rel, f"{event.key} {event.value!r} is not {want}: this file is not run through "
                      f"MLPerf's compliance rules (MLPerf's configs would take the value as a file name)",
                      line=event.line, expected=want, seen=event.value)
     if problems:
@@ -140,15 +150,15 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> ML
         first = result.messages[0] if result.messages else None
         text = first.text if first else result.crashed
         test = first.test if first else ""
-        findings.add("MLPERF-001", rel, f"fails MLPerf {ruleset} compliance: {text}",
+        findings.add(MLPERF_001, rel, f"fails MLPerf {ruleset} compliance: {text}",
                      line=first.line if first else None, expected=test or "compliant", seen=text)
         return MLPerfRun(rel, None, True, "fails compliance")
-    start = next((e for e in events if e.key == "run_start"), None)
-    stop = next((e for e in events if e.key == "run_stop"), None)
+    start = next((e for e in events if e.key == mllog.RUN_START), None)
+    stop = next((e for e in events if e.key == mllog.RUN_STOP), None)
     if start is None or stop is None or stop.metadata.get("status") != "success":
         why = "no run_start" if start is None else "no run_stop" if stop is None else \
             f"run_stop status {stop.metadata.get('status')!r}"
-        findings.add("MLPERF-002", rel, f"run dropped: {why}", line=stop.line if stop else None,
+        findings.add(MLPERF_002, rel, f"run dropped: {why}", line=stop.line if stop else None,
                      expected="run_start and run_stop with status 'success'", seen=why)
         return MLPerfRun(rel, None, True, why)
     return MLPerfRun(rel, (stop.time_ms - start.time_ms) / 60 / 1000, False)
@@ -160,13 +170,13 @@ def _scaling_factor(tree: SafeTree, rel: str, folder: BenchmarkFolder, findings:
     try:
         value = json.loads(tree.read_bytes(rel, JSON_CAP).decode("utf-8"))["scaling_factor"]
     except (UnsafeEntry, Missing, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        findings.add("MLPERF-005", rel, f"{rel} is not a JSON object with a scaling_factor: "
+        findings.add(MLPERF_005, rel, f"{rel} is not a JSON object with a scaling_factor: "
                      f"{getattr(exc, 'message', exc)}", expected='{"scaling_factor": <number>}')
         return 1.0
     # abs() > 1e300 before isfinite(): an integer beyond float's range would overflow it (issue 18)
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
             or not math.isfinite(value) or value <= 0):
-        findings.add("MLPERF-005", rel, f"{rel}: scaling_factor {value!r} is not a positive number",
+        findings.add(MLPERF_005, rel, f"{rel}: scaling_factor {value!r} is not a positive number",
                      expected="a positive number", seen=value)
         return 1.0
     return float(value)

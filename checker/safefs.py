@@ -15,6 +15,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainmark.checker.catalog import HOSTILE_001, HOSTILE_002, HOSTILE_003, HOSTILE_006, HOSTILE_007
+
 MiB = 1 << 20
 LOG_CAP = 64 * MiB        # epochs.log, result_<k>.txt
 JSON_CAP = 1 * MiB        # systems/*.json, structure.json
@@ -56,7 +58,7 @@ class SafeTree:
     def _split(self, rel: str) -> list[str]:
         parts = [p for p in rel.split("/") if p not in ("", ".")]
         if any(p == ".." for p in parts):
-            raise UnsafeEntry("HOSTILE-001", f"path {rel!r} leaves the checked folder")
+            raise UnsafeEntry(HOSTILE_001, f"path {rel!r} leaves the checked folder")
         return parts
 
     def _open_dir_fd(self, parts: list[str], rel: str) -> int:
@@ -81,7 +83,7 @@ class SafeTree:
         if stat.S_ISLNK(st.st_mode):
             raise self._link_error(dir_fd, name, rel)
         if not stat.S_ISDIR(st.st_mode):
-            raise UnsafeEntry("HOSTILE-003", f"{rel} is not a folder", _kind_name(st.st_mode))
+            raise UnsafeEntry(HOSTILE_003, f"{rel} is not a folder", _kind_name(st.st_mode))
 
     def _lstat(self, dir_fd: int, name: str, rel: str) -> os.stat_result:
         try:
@@ -94,29 +96,29 @@ class SafeTree:
             target = os.readlink(name, dir_fd=dir_fd)
         except OSError:
             target = "?"
-        return UnsafeEntry("HOSTILE-001", link_finding_message(rel, target), f"link -> {target}")
+        return UnsafeEntry(HOSTILE_001, link_finding_message(rel, target), f"link -> {target}")
 
     def _map_error(self, exc: OSError, rel: str) -> Exception:
         if exc.errno == errno.ENOENT:
             return Missing(rel)
         if exc.errno == errno.ELOOP:
-            return UnsafeEntry("HOSTILE-001", f"{rel} is a symbolic link; never followed", "symbolic link")
+            return UnsafeEntry(HOSTILE_001, f"{rel} is a symbolic link; never followed", "symbolic link")
         if exc.errno in (errno.ENXIO, errno.ENODEV):
-            return UnsafeEntry("HOSTILE-003", f"{rel} is not a regular file", exc.strerror or "")
-        return UnsafeEntry("HOSTILE-007", f"{rel} cannot be read: {exc.strerror}", exc.strerror or "")
+            return UnsafeEntry(HOSTILE_003, f"{rel} is not a regular file", exc.strerror or "")
+        return UnsafeEntry(HOSTILE_007, f"{rel} cannot be read: {exc.strerror}", exc.strerror or "")
 
     def _open_file_fd(self, rel: str) -> tuple[int, int]:
         """Descriptor and size of the regular file ``rel``."""
         parts = self._split(rel)
         if not parts:
-            raise UnsafeEntry("HOSTILE-003", "the checked folder is not a file")
+            raise UnsafeEntry(HOSTILE_003, "the checked folder is not a file")
         dir_fd = self._open_dir_fd(parts[:-1], rel)
         try:
             st = self._lstat(dir_fd, parts[-1], rel)
             if stat.S_ISLNK(st.st_mode):
                 raise self._link_error(dir_fd, parts[-1], rel)
             if not stat.S_ISREG(st.st_mode):
-                raise UnsafeEntry("HOSTILE-003", special_file_message(rel, _kind_name(st.st_mode)),
+                raise UnsafeEntry(HOSTILE_003, special_file_message(rel, _kind_name(st.st_mode)),
                                   _kind_name(st.st_mode))
             try:
                 fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
@@ -127,7 +129,7 @@ class SafeTree:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped after the lstat above
             os.close(fd)
-            raise UnsafeEntry("HOSTILE-003", special_file_message(rel, _kind_name(st.st_mode)),
+            raise UnsafeEntry(HOSTILE_003, special_file_message(rel, _kind_name(st.st_mode)),
                               _kind_name(st.st_mode))
         return fd, st.st_size
 
@@ -137,15 +139,15 @@ class SafeTree:
         fd, size = self._open_file_fd(rel)
         try:
             if size > cap:
-                raise UnsafeEntry("HOSTILE-002", f"{rel} has {size} bytes; the checker reads at most {cap}",
+                raise UnsafeEntry(HOSTILE_002, f"{rel} has {size} bytes; the checker reads at most {cap}",
                                   f"{size} bytes")
             data = _read_fd(fd, cap + 1)
         except OSError as exc:
-            raise UnsafeEntry("HOSTILE-007", f"{rel} cannot be read: {exc.strerror}") from None
+            raise UnsafeEntry(HOSTILE_007, f"{rel} cannot be read: {exc.strerror}") from None
         finally:
             os.close(fd)
         if len(data) > cap:  # grew while being read
-            raise UnsafeEntry("HOSTILE-002", f"{rel} has more than {cap} bytes", f">{cap} bytes")
+            raise UnsafeEntry(HOSTILE_002, f"{rel} has more than {cap} bytes", f">{cap} bytes")
         return data
 
     def read_head(self, rel: str, length: int) -> tuple[bytes, int]:
@@ -154,7 +156,7 @@ class SafeTree:
         try:
             return _read_fd(fd, length), size
         except OSError as exc:
-            raise UnsafeEntry("HOSTILE-007", f"{rel} cannot be read: {exc.strerror}") from None
+            raise UnsafeEntry(HOSTILE_007, f"{rel} cannot be read: {exc.strerror}") from None
         finally:
             os.close(fd)
 
@@ -167,11 +169,11 @@ class SafeTree:
             with os.scandir(fd) as it:
                 for item in it:
                     if len(entries) >= MAX_ENTRIES:
-                        raise UnsafeEntry("HOSTILE-006", f"{rel or '.'} has more than {MAX_ENTRIES} entries",
+                        raise UnsafeEntry(HOSTILE_006, f"{rel or '.'} has more than {MAX_ENTRIES} entries",
                                           f">{MAX_ENTRIES} entries")
                     entries.append(self._entry(fd, item, posixpath.join(rel, item.name)))
         except OSError as exc:
-            raise UnsafeEntry("HOSTILE-007", f"{rel or '.'} cannot be listed: {exc.strerror}") from None
+            raise UnsafeEntry(HOSTILE_007, f"{rel or '.'} cannot be listed: {exc.strerror}") from None
         finally:
             os.close(fd)
         return sorted(entries, key=lambda e: e.name)

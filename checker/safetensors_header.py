@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 
+from trainmark.checker.catalog import CONFORM_004, HOSTILE_004
 from trainmark.checker.safefs import SafeTree
 
 # The largest reference header is inception-v3's, 67,096 bytes (580 tensors; measured by building every
@@ -56,16 +57,16 @@ def read_tensor_table(tree: SafeTree, rel: str) -> dict[str, dict]:
     head, size = tree.read_head(rel, 8)
     kind = sniff_pickle(head)
     if kind is not None:
-        raise HeaderError("HOSTILE-004", f"{rel} is {kind}, not safetensors; it was not loaded", kind)
+        raise HeaderError(HOSTILE_004, f"{rel} is {kind}, not safetensors; it was not loaded", kind)
     if len(head) < 8:
-        raise HeaderError("CONFORM-004", f"{rel} has {size} bytes, fewer than the 8-byte header length",
+        raise HeaderError(CONFORM_004, f"{rel} has {size} bytes, fewer than the 8-byte header length",
                           f"{size} bytes")
     length = int.from_bytes(head, "little")
     if length > MAX_HEADER:
-        raise HeaderError("CONFORM-004", f"{rel} declares a {length}-byte header (at most {MAX_HEADER})",
+        raise HeaderError(CONFORM_004, f"{rel} declares a {length}-byte header (at most {MAX_HEADER})",
                           f"{length} bytes")
     if 8 + length > size:
-        raise HeaderError("CONFORM-004", f"{rel} declares a {length}-byte header but has {size} bytes",
+        raise HeaderError(CONFORM_004, f"{rel} declares a {length}-byte header but has {size} bytes",
                           f"{size} bytes")
     data, _ = tree.read_head(rel, 8 + length)
     return parse_header(data[8:], size - 8 - length, rel)
@@ -76,17 +77,17 @@ def parse_header(raw: bytes, data_size: int, rel: str = "model.safetensors") -> 
     try:
         header = json.loads(raw.decode("utf-8"))
     except RecursionError:
-        raise HeaderError("CONFORM-004", f"{rel}: header JSON nested too deeply") from None
+        raise HeaderError(CONFORM_004, f"{rel}: header JSON nested too deeply") from None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise HeaderError("CONFORM-004", f"{rel}: header is not UTF-8 JSON ({exc})", raw[:60]) from None
+        raise HeaderError(CONFORM_004, f"{rel}: header is not UTF-8 JSON ({exc})", raw[:60]) from None
     if not isinstance(header, dict):
-        raise HeaderError("CONFORM-004", f"{rel}: header is not a JSON object", type(header).__name__)
+        raise HeaderError(CONFORM_004, f"{rel}: header is not a JSON object", type(header).__name__)
     table: dict[str, dict] = {}
     spans = []
     for name, info in header.items():
         if name == "__metadata__":
             if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
-                raise HeaderError("CONFORM-004", f"{rel}: __metadata__ must map strings to strings")
+                raise HeaderError(CONFORM_004, f"{rel}: __metadata__ must map strings to strings")
             continue
         dtype, shape, offsets = _entry(name, info, rel)
         table[name] = {"dtype": DTYPES[dtype][0], "shape": shape}
@@ -94,27 +95,27 @@ def parse_header(raw: bytes, data_size: int, rel: str = "model.safetensors") -> 
     position = 0
     for begin, end, name, nbytes in sorted(spans):
         if end - begin != nbytes:
-            raise HeaderError("CONFORM-004", f"{rel}: tensor {name!r} spans {end - begin} bytes, its dtype and "
+            raise HeaderError(CONFORM_004, f"{rel}: tensor {name!r} spans {end - begin} bytes, its dtype and "
                               f"shape need {nbytes}", f"{end - begin} bytes")
         if begin != position:
-            raise HeaderError("CONFORM-004", f"{rel}: tensor {name!r} starts at byte {begin}, expected {position} "
+            raise HeaderError(CONFORM_004, f"{rel}: tensor {name!r} starts at byte {begin}, expected {position} "
                               "(gap or overlap)", f"offset {begin}")
         position = end
     if position != data_size:
-        raise HeaderError("CONFORM-004", f"{rel}: tensors cover {position} bytes of a {data_size}-byte data section",
+        raise HeaderError(CONFORM_004, f"{rel}: tensors cover {position} bytes of a {data_size}-byte data section",
                           f"{data_size} bytes")
     return table
 
 
 def _entry(name: str, info, rel: str):
     if not isinstance(info, dict):
-        raise HeaderError("CONFORM-004", f"{rel}: entry {name!r} is not an object")
+        raise HeaderError(CONFORM_004, f"{rel}: entry {name!r} is not an object")
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     if not isinstance(dtype, str) or dtype not in DTYPES:
-        raise HeaderError("CONFORM-004", f"{rel}: tensor {name!r} has unknown dtype {dtype!r}", str(dtype)[:40])
+        raise HeaderError(CONFORM_004, f"{rel}: tensor {name!r} has unknown dtype {dtype!r}", str(dtype)[:40])
     if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise HeaderError("CONFORM-004", f"{rel}: tensor {name!r} has an invalid shape", str(shape)[:60])
+        raise HeaderError(CONFORM_004, f"{rel}: tensor {name!r} has an invalid shape", str(shape)[:60])
     if (not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets)
             or not 0 <= offsets[0] <= offsets[1]):
-        raise HeaderError("CONFORM-004", f"{rel}: tensor {name!r} has invalid data_offsets", str(offsets)[:60])
+        raise HeaderError(CONFORM_004, f"{rel}: tensor {name!r} has invalid data_offsets", str(offsets)[:60])
     return dtype, shape, offsets

@@ -6,6 +6,7 @@ or a spread of epochs-to-target (a target met early by one seed and late by anot
 """
 from __future__ import annotations
 
+from trainmark.checker.catalog import SPREAD_001
 from trainmark.checker.findings import Findings
 from trainmark.checker.trial_record import TrialRecord
 from trainmark.rules.ruleset import BenchmarkRules
@@ -31,6 +32,6 @@ def check_spread(records: list[TrialRecord], cv: float | None, other_load: dict[
         causes.append(f"epochs to target {min(epochs)} to {max(epochs)}")
     if not any(v is not None for v in other_load.values()):
         causes.append("the trials did not record other load (result written before trainmark recorded it)")
-    findings.add("SPREAD-001", folder_rel, f"train-time coefficient of variation {cv:.3f} is above the rules' "
+    findings.add(SPREAD_001, folder_rel, f"train-time coefficient of variation {cv:.3f} is above the rules' "
                  f"{bound}; likely cause: {'; '.join(causes) or 'not visible in the data'}",
                  expected=f"<= {bound}", seen=round(cv, 3))

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from trainmark.checker.catalog import LAYOUT_002, SYSTEM_001, SYSTEM_002
 from trainmark.checker.findings import Findings
 from trainmark.checker.layout import SystemFile
 from trainmark.checker.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.format import schema
 
+from trainmark.format import schema
 
 
 def default_schema_path() -> Path:
@@ -39,7 +40,7 @@ def check_system_file(tree: SafeTree, system: SystemFile, schema: dict | None, f
     try:
         raw = tree.read_bytes(rel, JSON_CAP)
     except Missing:
-        findings.add("LAYOUT-002", rel, f"{rel} is missing", expected=rel, seen="missing")
+        findings.add(LAYOUT_002, rel, f"{rel} is missing", expected=rel, seen="missing")
         return None
     except UnsafeEntry as exc:
         findings.add(exc.rule, rel, exc.message, seen=exc.seen)
@@ -47,14 +48,14 @@ def check_system_file(tree: SafeTree, system: SystemFile, schema: dict | None, f
     try:
         desc = json.loads(raw.decode("utf-8"))
     except RecursionError:
-        findings.add("SYSTEM-001", rel, f"{rel}: JSON nested too deeply", expected="a JSON object")
+        findings.add(SYSTEM_001, rel, f"{rel}: JSON nested too deeply", expected="a JSON object")
         return None
     except (UnicodeDecodeError, ValueError) as exc:
-        findings.add("SYSTEM-001", rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
+        findings.add(SYSTEM_001, rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
                      expected="a JSON object", seen=raw[:80])
         return None
     if not isinstance(desc, dict):
-        findings.add("SYSTEM-001", rel, f"{rel} holds a JSON {type(desc).__name__}, not an object",
+        findings.add(SYSTEM_001, rel, f"{rel} holds a JSON {type(desc).__name__}, not an object",
                      expected="a JSON object", seen=type(desc).__name__)
         return None
     if schema is not None and system.division is not None:
@@ -70,5 +71,5 @@ def _validate(desc: dict, schema: dict, rel: str, findings: Findings) -> None:
                         key=lambda e: [str(p) for p in e.absolute_path])[:20]:
         where = "/".join(str(p) for p in error.absolute_path) or "<top level>"
         seen = "absent" if error.validator == "required" else error.instance
-        findings.add("SYSTEM-002", rel, f"{rel}: field '{where}': {error.message}",
+        findings.add(SYSTEM_002, rel, f"{rel}: field '{where}': {error.message}",
                      expected=f"{error.validator}: {error.validator_value!r}", seen=seen)

@@ -12,9 +12,12 @@ from __future__ import annotations
 import csv
 import math
 
+from trainmark.checker.catalog import TELEMETRY_001, TELEMETRY_002, TELEMETRY_003
 from trainmark.checker.findings import Findings
 from trainmark.checker.mllog_read import Event
 from trainmark.checker.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
+
+from trainmark.format import mllog
 from trainmark.format.telemetry import COLUMN, FILE_NAME, GAP_S, THROTTLE_MASK, throttle_names
 
 MAX_COLUMNS = 4096
@@ -77,17 +80,17 @@ class Scan:
             where = f"between line {n_a} and line {n_b}" if n_a and n_b else \
                 ("before the first sample of the run" if n_b else
                  "after the last sample of the run" if n_a else "no sample at all during the run")
-            findings.add("TELEMETRY-002", rel, f"no telemetry sample for {(t_b - t_a) / 1000:.1f} s during the run "
+            findings.add(TELEMETRY_002, rel, f"no telemetry sample for {(t_b - t_a) / 1000:.1f} s during the run "
                          f"({where})", line=n_b or n_a, expected=f"a sample at least every {GAP_S:g} s",
                          seen=f"{(t_b - t_a) / 1000:.1f} s without one")
         if self.gap_count > MAX_GAP_FINDINGS:
-            findings.add("TELEMETRY-002", rel, f"{self.gap_count - MAX_GAP_FINDINGS} more sampling gaps over "
+            findings.add(TELEMETRY_002, rel, f"{self.gap_count - MAX_GAP_FINDINGS} more sampling gaps over "
                          f"{GAP_S:g} s during the run", expected="none", seen=f"{self.gap_count} gaps")
         for i, device in self.throttle_cols:
             if i not in self.throttle:
                 continue
             samples, line, bits = self.throttle[i]
-            findings.add("TELEMETRY-001", rel, f"{device} was throttled ({', '.join(throttle_names(bits))}) in "
+            findings.add(TELEMETRY_001, rel, f"{device} was throttled ({', '.join(throttle_names(bits))}) in "
                          f"{samples} sample(s) of the timed windows, first at line {line}", line=line,
                          expected="no power or thermal throttling while timed", seen=", ".join(throttle_names(bits)))
 
@@ -97,13 +100,13 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        findings.add("TELEMETRY-003", rel, f"{rel} is not UTF-8 (byte {exc.start})", seen="binary data")
+        findings.add(TELEMETRY_003, rel, f"{rel} is not UTF-8 (byte {exc.start})", seen="binary data")
         return False
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]  # a kill mid-write tears the last row: it is not evidence
     lines = text.split("\n")[:-1] if text else []
     if not lines:
-        findings.add("TELEMETRY-003", rel, f"{rel} is empty", expected="a header line time_ms,...", seen="empty")
+        findings.add(TELEMETRY_003, rel, f"{rel} is empty", expected="a header line time_ms,...", seen="empty")
         return False
     try:
         header = next(csv.reader([lines[0]]), [])
@@ -111,7 +114,7 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
         header = [f"<{exc}>"]
     if not header or header[0] != "time_ms" or len(header) > MAX_COLUMNS or len(set(header)) != len(header) \
             or not all(COLUMN.fullmatch(c) for c in header[1:]):
-        findings.add("TELEMETRY-003", rel, f"{rel}: the header is not time_ms followed by distinct column names",
+        findings.add(TELEMETRY_003, rel, f"{rel}: the header is not time_ms followed by distinct column names",
                      line=1, expected="time_ms,<device>.<metric>,...", seen=lines[0])
         return False
     if scan is not None:
@@ -126,7 +129,7 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
         except StopIteration:
             break
         except csv.Error as exc:
-            findings.add("TELEMETRY-003", rel, f"{rel} line {n}: {exc}", line=n,
+            findings.add(TELEMETRY_003, rel, f"{rel} line {n}: {exc}", line=n,
                          expected="time_ms then numbers or empty cells", seen="unreadable CSV")
             return False
         problem = None
@@ -143,7 +146,7 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
             except ValueError:
                 problem = "a cell is not a number"
         if problem:
-            findings.add("TELEMETRY-003", rel, f"{rel} line {n}: {problem}", line=n,
+            findings.add(TELEMETRY_003, rel, f"{rel} line {n}: {problem}", line=n,
                          expected="time_ms then numbers or empty cells", seen=",".join(cells))
             return False
         last_t = t
@@ -153,15 +156,15 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
 
 
 def _windows(events: list[Event]) -> tuple[tuple[float, float], list[tuple[float, float]]] | None:
-    starts = [e.time_ms for e in events if e.key == "run_start"]
-    stops = [e.time_ms for e in events if e.key == "run_stop"]
+    starts = [e.time_ms for e in events if e.key == mllog.RUN_START]
+    stops = [e.time_ms for e in events if e.key == mllog.RUN_STOP]
     if len(starts) != 1 or len(stops) != 1:
         return None
     evals, open_at = [], None
     for e in events:
-        if e.key == "eval_start":
+        if e.key == mllog.EVAL_START:
             open_at = e.time_ms
-        elif e.key == "eval_stop" and open_at is not None:
+        elif e.key == mllog.EVAL_STOP and open_at is not None:
             evals.append((open_at, e.time_ms))
             open_at = None
     return (starts[0], stops[0]), evals

@@ -11,12 +11,15 @@ import math
 from functools import lru_cache
 from typing import Any
 
+from trainmark.checker.catalog import TRIALJSON_001, TRIALJSON_002, TRIALJSON_003
 from trainmark.checker.findings import Findings
 from trainmark.checker.json_file import harness_schema, read_json_object, schema_findings
 from trainmark.checker.safefs import SafeTree
 from trainmark.checker.trial_record import TrialRecord
 from trainmark.checker.trials_check import hyperparameters
 from trainmark.rules.ruleset import BenchmarkRules
+
+from trainmark.format import mllog
 
 TIME_TOLERANCE_S = 0.05      # as the MLLOG's own summary (docs/result-format.md)
 ENERGY_TOLERANCE = 0.005     # relative, or 1 J
@@ -30,26 +33,26 @@ def _schema() -> dict:
 def check_trial_json(tree: SafeTree, rel: str, record: TrialRecord | None, names: dict[str, str | None],
                      rules: BenchmarkRules, findings: Findings) -> dict | None:
     """The validated summary, or None after a finding."""
-    summary = read_json_object(tree, rel, findings, "TRIALJSON-001")
-    if summary is None or not schema_findings(summary, _schema(), rel, "TRIALJSON-002", findings):
+    summary = read_json_object(tree, rel, findings, TRIALJSON_001)
+    if summary is None or not schema_findings(summary, _schema(), rel, TRIALJSON_002, findings):
         return None
     if record is not None:
         for field, said, recomputed in _disagreements(summary, record, names, rules):
-            findings.add("TRIALJSON-003", rel, f"{rel}: {field} is {said!r}, the logs ({record.rel}) give "
+            findings.add(TRIALJSON_003, rel, f"{rel}: {field} is {said!r}, the logs ({record.rel}) give "
                          f"{recomputed!r}", expected=recomputed, seen=said)
     return summary
 
 
 def _disagreements(s: dict, r: TrialRecord, names: dict[str, str | None], rules: BenchmarkRules):
-    logged = r.value("trainmark_trial_result")
+    logged = r.value(mllog.TRIAL_RESULT)
     logged = logged if isinstance(logged, dict) else {}
-    exact = {"trial": r.trial, "seed": r.value("seed"), "status": logged.get("status"), "epochs": r.epochs_trained,
-             "rules_version": r.value("trainmark_rules_version"), **{k: v for k, v in names.items() if v}}
+    exact = {"trial": r.trial, "seed": r.value(mllog.SEED), "status": logged.get("status"), "epochs": r.epochs_trained,
+             "rules_version": r.value(mllog.RULES_VERSION), **{k: v for k, v in names.items() if v}}
     for field, want in exact.items():
         if want is not None and s.get(field) != want:
             yield field, s.get(field), want
-    if "precision_used" in s and s["precision_used"] != r.value("trainmark_precision"):
-        yield "precision_used", s["precision_used"], r.value("trainmark_precision")
+    if "precision_used" in s and s["precision_used"] != r.value(mllog.PRECISION):
+        yield "precision_used", s["precision_used"], r.value(mllog.PRECISION)
     if not _close(s["final_metric"], r.final_metric, 5.001e-5):
         yield "final_metric", s["final_metric"], r.final_metric
     for field in ("train_time_s", "total_time_s", "eval_time_s"):

@@ -1,10 +1,25 @@
 """Rules over all trials of a benchmark: numbering, count, seeds, target, hyperparameters."""
 from __future__ import annotations
 
+from trainmark.checker.catalog import (
+    CONVERGE_001,
+    CONVERGE_002,
+    HPARAM_001,
+    HPARAM_004,
+    HPARAM_005,
+    SEED_002,
+    TARGET_002,
+    TARGET_003,
+    TRIAL_001,
+    TRIAL_002,
+    TRIAL_003,
+)
 from trainmark.checker.findings import Findings
 from trainmark.checker.trial_record import TrialRecord
 from trainmark.rules import convergence
 from trainmark.rules.ruleset import BenchmarkRules
+
+from trainmark.format import mllog
 
 
 def check_numbering(trials: list[int], folder_rel: str, rules: BenchmarkRules | None, findings: Findings) -> None:
@@ -13,23 +28,23 @@ def check_numbering(trials: list[int], folder_rel: str, rules: BenchmarkRules | 
     expected_count = int(rules.trials) if rules is not None else 0
     for k in range(1, max(max(present, default=0), expected_count) + 1):
         if k not in present:
-            findings.add("TRIAL-001", f"{folder_rel}/result_{k}.txt".lstrip("/"), f"trial {k} is missing",
+            findings.add(TRIAL_001, f"{folder_rel}/result_{k}.txt".lstrip("/"), f"trial {k} is missing",
                          expected=f"result_{k}.txt and trial_{k}/", seen="missing")
     if rules is not None and len(present) != int(rules.trials):
-        findings.add("TRIAL-002", folder_rel, f"{len(present)} trials; the rules of {rules.name} ask for "
+        findings.add(TRIAL_002, folder_rel, f"{len(present)} trials; the rules of {rules.name} ask for "
                      f"{rules.trials}", expected=rules.trials, seen=len(present))
 
 
 def check_seeds(records: list[TrialRecord], findings: Findings) -> None:
     first_with: dict[int, TrialRecord] = {}
     for rec in records:
-        seed = rec.value("seed")
+        seed = rec.value(mllog.SEED)
         if type(seed) is not int:  # the compliance rules report missing and non-integer seeds
             continue
         if seed in first_with:
             other = first_with[seed]
-            findings.add("SEED-002", rec.rel, f"trial {rec.trial} uses seed {seed}, like trial {other.trial} "
-                         f"({other.rel} line {other.line_of('seed')})", line=rec.line_of("seed"),
+            findings.add(SEED_002, rec.rel, f"trial {rec.trial} uses seed {seed}, like trial {other.trial} "
+                         f"({other.rel} line {other.line_of('seed')})", line=rec.line_of(mllog.SEED),
                          expected="a seed no other trial used", seen=seed)
         else:
             first_with[seed] = rec
@@ -38,13 +53,13 @@ def check_seeds(records: list[TrialRecord], findings: Findings) -> None:
 def check_targets(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, findings: Findings) -> None:
     missed = [r for r in records if not r.converged]
     for rec in missed:
-        findings.add("TARGET-002", rec.rel, f"trial {rec.trial} ended at {rules.metric['name']} "
+        findings.add(TARGET_002, rec.rel, f"trial {rec.trial} ended at {rules.metric['name']} "
                      f"{rec.final_metric!r}; the target is {rules.target}", line=rec.evals[-1].accuracy_line
                      if rec.evals else None, expected=f"{'>=' if rules.higher_is_better else '<='} {rules.target}",
                      seen=rec.final_metric)
     allowed = int(rules.scoring["max_not_converged"])
     if len(missed) > allowed:
-        findings.add("TARGET-003", folder_rel, f"{len(missed)} trials missed the target "
+        findings.add(TARGET_003, folder_rel, f"{len(missed)} trials missed the target "
                      f"({', '.join(str(r.trial) for r in missed)}); the rules allow {allowed}",
                      expected=f"at most {allowed}", seen=len(missed))
 
@@ -58,7 +73,7 @@ def check_hyperparameters(record: TrialRecord, rules: BenchmarkRules, division: 
     logged = hyperparameters(record, rules)
     for problem in rules.violations(logged, division):
         key = next((k for k in logged if problem.startswith((f"{k}=", f"{k}:"))), "")
-        findings.add("HPARAM-001", record.rel, problem, line=record.line_of(key),
+        findings.add(HPARAM_001, record.rel, problem, line=record.line_of(key),
                      expected=_allowed(rules, key, division), seen=record.value(key))
 
 
@@ -97,19 +112,19 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
         trials = ", ".join(str(r.trial) for r in group)
         where = f"trials {trials}: " if len(groups) > 1 else ""
         if verdict.ok is None:
-            findings.add("CONVERGE-002", folder_rel, where + verdict.message,
+            findings.add(CONVERGE_002, folder_rel, where + verdict.message,
                          expected=f"a global batch size the rules measured "
                                   f"({[p['global_batch_size'] for p in points]})",
                          seen=batch)
         elif not verdict.ok:
-            findings.add("CONVERGE-001", folder_rel, where + verdict.message,
+            findings.add(CONVERGE_001, folder_rel, where + verdict.message,
                          expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
                          seen=f"{verdict.submission_mean:.2f}")
 
 
 def trial_settings(record: TrialRecord, rules: BenchmarkRules) -> dict[str, object]:
     """What must be the same in every trial of a benchmark: hyperparameters and precision."""
-    return {**hyperparameters(record, rules), "trainmark_precision": record.value("trainmark_precision")}
+    return {**hyperparameters(record, rules), mllog.PRECISION: record.value(mllog.PRECISION)}
 
 
 def check_same_settings(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, division: str,
@@ -119,7 +134,7 @@ def check_same_settings(records: list[TrialRecord], folder_rel: str, rules: Benc
         return
     first = records[0]
     base = trial_settings(first, rules)
-    rule = "HPARAM-004" if division == "closed" else "HPARAM-005"
+    rule = HPARAM_004 if division == "closed" else HPARAM_005
     for rec in records[1:]:
         mine = trial_settings(rec, rules)
         for key in sorted(base.keys() | mine.keys()):
@@ -136,11 +151,11 @@ def _same(a: object, b: object) -> bool:
 def check_trial_outcomes(records: list[TrialRecord], findings: Findings) -> None:
     """A crashed or interrupted trial is not a result: it can never count as an allowed miss."""
     for rec in records:
-        summary = rec.value("trainmark_trial_result")
+        summary = rec.value(mllog.TRIAL_RESULT)
         status = summary.get("status") if isinstance(summary, dict) else None
         if status in ("crashed", "aborted"):
             error = summary.get("error") if isinstance(summary, dict) else None
-            findings.add("TRIAL-003", rec.rel, f"trial {rec.trial} {status}" + (f": {error}" if error else "")
+            findings.add(TRIAL_003, rec.rel, f"trial {rec.trial} {status}" + (f": {error}" if error else "")
                          + "; rerun it (`trainmark run --resume` archives it and trains it again)",
-                         line=rec.line_of("trainmark_trial_result"), expected="converged, not_converged or diverged",
+                         line=rec.line_of(mllog.TRIAL_RESULT), expected="converged, not_converged or diverged",
                          seen=status)

@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
-from statistics import mean, pstdev
+from statistics import mean, pstdev, stdev
 
 from rich.console import Console
 from rich.table import Table
@@ -153,26 +153,46 @@ def cmd_calibrate(args) -> int:
         from trainmark.harness.run import run_benchmark
 
         summary = run_benchmark(options(args, Path(tmp)))
+        load = [_other_load(summary.bench_dir, k) for k in range(1, len(summary.results) + 1)]
     Console(stderr=True).print(summary_table(summary))
     if not args.full_curves:
         epochs = [r.epochs for r in summary.results if r.status == "converged"]
         times = [r.train_time_s for r in summary.results if r.status == "converged"]
         report = {"benchmark": args.benchmark, "target": rules.target, "trials": len(summary.results),
-                  "converged": len(epochs), **_spread(epochs), "train_time_s": [round(t, 1) for t in times]}
+                  "converged": len(epochs), **_spread(epochs), "train_time_s": [round(t, 1) for t in times],
+                  "train_time_cv": _cv(times), "other_cpu_load_pct": load}
         print(json.dumps(report, indent=2))
         return 0 if len(epochs) == len(summary.results) else 1
     report = {"benchmark": args.benchmark, "trials": len(summary.results),
               "seeds_from": args.seed, "curves": [[e.metric for e in r.history] for r in summary.results],
-              "epoch_train_s": [[round(e.train_s, 1) for e in r.history] for r in summary.results], "targets": {}}
+              "epoch_train_s": [[round(e.train_s, 1) for e in r.history] for r in summary.results],
+              "other_cpu_load_pct": load, "targets": {}}
     ok = True
     for target in [rules.target, *args.what_if]:
         reached = lambda v, t=target: rules.reached(v, t)  # noqa: E731
         epochs = [epochs_to_target(r.history, reached) for r in summary.results]
         got = [e for e in epochs if e is not None]
-        report["targets"][str(target)] = {"converged": len(got), "epochs_to_target": epochs, **_spread(got)}
+        times = [sum(e.train_s for e in r.history[:k]) for r, k in zip(summary.results, epochs) if k is not None]
+        report["targets"][str(target)] = {
+            "converged": len(got), "epochs_to_target": epochs, **_spread(got),
+            "epochs_range": [min(got), max(got)] if got else None,
+            "train_time_s": [round(t, 1) for t in times], "train_time_cv": _cv(times)}
         ok = ok and (target != rules.target or len(got) == len(epochs))
     print(json.dumps(report, indent=2))
     return 0 if ok else 1
+
+
+def _cv(times: list[float]) -> float | None:
+    """Coefficient of variation (sample std / mean) of train times, as the checker's score reports it."""
+    return round(stdev(times) / mean(times), 4) if len(times) > 1 and mean(times) > 0 else None
+
+
+def _other_load(bench_dir: Path, k: int) -> float | None:
+    """The share of the CPUs other processes used during trial ``k`` (trial.json), or None."""
+    try:
+        return json.loads((bench_dir / f"trial_{k}" / "trial.json").read_text()).get("other_cpu_load_pct")
+    except (OSError, ValueError):
+        return None
 
 
 def _spread(epochs: list[int]) -> dict:

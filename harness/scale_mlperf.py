@@ -16,6 +16,8 @@ from pathlib import Path
 
 from trainmark.harness import scale_model
 
+from trainmark.format import mllog
+
 FILE_CAP = 64 << 20   # an MLPerf result file is a few MB at most
 MARK = ":::MLLOG "
 
@@ -57,13 +59,13 @@ def run_throughput(path: Path) -> tuple[int, float]:
         key, meta = e.get("key"), e.get("metadata") or {}
         if key == "global_batch_size":
             batch = int(e["value"])
-        elif key == "train_samples":
+        elif key == mllog.TRAIN_SAMPLES:
             samples = int(e["value"])
-        elif key in ("epoch_start", "epoch_stop") and isinstance(meta.get("epoch_num"), int):
-            if key == "epoch_start":
-                starts[meta["epoch_num"]] = float(e["time_ms"])
-            elif meta["epoch_num"] in starts:
-                windows[meta["epoch_num"]] = (float(e["time_ms"]) - starts[meta["epoch_num"]]) / 1000
+        elif key in (mllog.EPOCH_START, mllog.EPOCH_STOP) and isinstance(meta.get(mllog.EPOCH_NUM), int):
+            if key == mllog.EPOCH_START:
+                starts[meta[mllog.EPOCH_NUM]] = float(e["time_ms"])
+            elif meta[mllog.EPOCH_NUM] in starts:
+                windows[meta[mllog.EPOCH_NUM]] = (float(e["time_ms"]) - starts[meta[mllog.EPOCH_NUM]]) / 1000
     steady = [s for k, s in sorted(windows.items()) if k > min(windows, default=0) and s > 0]
     if batch is None or samples is None or not steady:
         raise ValueError(f"{path}: needs global_batch_size, train_samples and at least two epoch windows")

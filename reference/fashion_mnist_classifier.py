@@ -1,8 +1,8 @@
 """What the mini CNN references on Fashion-MNIST share: in-memory batches, recipe and evaluation.
 
 The data path and recipe of resnet-mini, vgg-mini and inception-mini (random horizontal flip;
-SGD with Nesterov momentum, warm-up then linear decay, label smoothing; no weight decay on batch
-norm and biases). A change here moves every one of their calibrations: re-run them.
+SGD with Nesterov momentum, warm-up, the peak held, then a linear decay to 0, label smoothing; no
+weight decay on batch norm and biases). A change here moves every one of their calibrations: re-run them.
 A subclass names the benchmark and builds its model.
 """
 from __future__ import annotations
@@ -17,14 +17,20 @@ from trainmark.reference import fashion_mnist
 from trainmark.reference.base import Reference
 
 
-def warmup_from_tenth_decay_to_zero(step: int, steps_per_epoch: int, warmup_epochs: float,
-                                    decay_epochs: float) -> float:
-    """Learning-rate factor: linear warm-up from 0.1 to 1, then linear decay to 0 at ``decay_epochs``
-    (the vision minis' calibrated shape; the sequence minis' differs: ``recipe.warmup_linear_decay``)."""
+def warmup_hold_decay_to_zero(step: int, steps_per_epoch: int, warmup_epochs: float, decay_start_epochs: float,
+                              decay_epochs: float) -> float:
+    """Learning-rate factor: linear warm-up from 0.1 to 1, the peak held until ``decay_start_epochs``
+    (at least the warm-up's end; rules without the key decay right after it: inception-mini), then
+    linear decay to 0 at ``decay_epochs``. A short final decay lifts every seed's accuracy past the
+    target in the same epoch, so time-to-target barely varies between seeds (docs/calibration.md).
+    The sequence minis' shape is ``recipe.warmup_linear_decay``."""
     epoch = step / steps_per_epoch
     if epoch < warmup_epochs:
         return 0.1 + 0.9 * epoch / warmup_epochs
-    return max(0.0, (decay_epochs - epoch) / max(decay_epochs - warmup_epochs, 1e-9))
+    start = max(warmup_epochs, decay_start_epochs)
+    if epoch < start:
+        return 1.0
+    return max(0.0, (decay_epochs - epoch) / max(decay_epochs - start, 1e-9))
 
 
 class FashionMnistClassifier(Reference):
@@ -70,8 +76,9 @@ class FashionMnistClassifier(Reference):
         opt = torch.optim.SGD(
             [{"params": decay, "weight_decay": hp["opt_weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}],
             lr=hp["opt_base_learning_rate"], momentum=hp["opt_momentum"], nesterov=hp["opt_nesterov"])
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_from_tenth_decay_to_zero(
-            step, steps_per_epoch, hp["opt_learning_rate_warmup_epochs"], hp["opt_learning_rate_decay_epochs"]))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_hold_decay_to_zero(
+            step, steps_per_epoch, hp["opt_learning_rate_warmup_epochs"],
+            hp.get("opt_learning_rate_decay_start_epochs", 0), hp["opt_learning_rate_decay_epochs"]))
         return opt, sched
 
     def criterion(self, output, labels, hp):

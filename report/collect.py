@@ -19,6 +19,8 @@ from trainmark.checker.mllog_read import read_events
 from trainmark.checker.report import Report
 from trainmark.checker.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
 
+from trainmark.format import mllog
+
 
 @dataclass
 class CurvePoint:
@@ -79,23 +81,23 @@ def trial_curve(events) -> tuple[list[CurvePoint], float | None]:
     curve: list[CurvePoint] = []
     samples = 0.0
     for e in events:
-        reading = _number(e.metadata.get("trainmark_energy_j"))
-        if e.key == "run_start" and run_start is None:
+        reading = _number(e.metadata.get(mllog.ENERGY_J))
+        if e.key == mllog.RUN_START and run_start is None:
             run_start, run_j = e.time_ms, reading
         if run_start is None:
             continue
-        if e.key == "epoch_stop":
-            samples += _number(e.metadata.get("trainmark_samples")) or 0.0
-        elif e.key == "eval_start":
+        if e.key == mllog.EPOCH_STOP:
+            samples += _number(e.metadata.get(mllog.SAMPLES)) or 0.0
+        elif e.key == mllog.EVAL_START:
             open_ms, open_j = e.time_ms, reading
-        elif e.key == "eval_accuracy" and open_ms is not None:
+        elif e.key == mllog.EVAL_ACCURACY and open_ms is not None:
             metric = _number(e.value)
-            epoch = e.metadata.get("epoch_num")
+            epoch = e.metadata.get(mllog.EPOCH_NUM)
             if metric is not None and type(epoch) is int:
                 energy = None if None in (run_j, open_j, eval_j) else open_j - run_j - eval_j
                 point = CurvePoint(epoch, metric, (open_ms - run_start - eval_ms) / 1000, 0.0, 0.0, energy)
                 curve.append(point)
-        elif e.key == "eval_stop" and open_ms is not None:
+        elif e.key == mllog.EVAL_STOP and open_ms is not None:
             eval_ms += e.time_ms - open_ms
             eval_j = None if None in (eval_j, reading, open_j) else eval_j + reading - open_j
             if point is not None:
@@ -143,10 +145,10 @@ def _trainmark_trials(tree: SafeTree, result: dict, missing: list[str]) -> list[
         if samples and train:
             view.samples_per_s = samples / train
         for e in events:
-            if e.key == "trainmark_trial_result" and isinstance(e.value, dict):
+            if e.key == mllog.TRIAL_RESULT and isinstance(e.value, dict):
                 view.logged = {k: _number(e.value.get(k)) for k in ("achieved_tflops", "peak_tflops", "utilization",
                                                                      "utilization_of_ceiling", "ceiling_tflops")}
-            elif e.key == "trainmark_precision" and isinstance(e.value, str):
+            elif e.key == mllog.PRECISION and isinstance(e.value, str):
                 view.precision = e.value
             elif e.key == "global_batch_size" and type(e.value) is int:
                 view.global_batch_size = e.value

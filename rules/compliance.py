@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from trainmark.checker.catalog import HPARAM_002, HPARAM_003, SEED_001
+from trainmark.rules.ruleset import BenchmarkRules
 
 from trainmark.files import write_text_atomic
 from trainmark.format import labels, mllog
-from trainmark.rules.ruleset import BenchmarkRules
 
 # The allowed values come from the result format, spelled once (trainmark.format).
 ENERGY_METHODS = labels.ENERGY_METHODS
@@ -30,7 +31,7 @@ PRECISIONS = {family: list(values) for family, values in labels.PRECISIONS.items
 
 # Occurrence failures ("Required EXACTLY_ONE occurrence of 'seed'") name a key, not a
 # test: these keys report under their own rule id instead of MLLOG-002.
-_KEY_RULES = {"seed": "SEED-001", "trainmark_precision": "HPARAM-003"}
+_KEY_RULES = {mllog.SEED: SEED_001, mllog.PRECISION: HPARAM_003}
 
 _NUMBER = "type({x}) in (int, float) and math.isfinite({x})"
 _ENERGY = "({x} is None or (" + _NUMBER + " and {x} >= 0))"
@@ -46,7 +47,7 @@ def key_rules(rules: BenchmarkRules, division: str) -> dict[str, str]:
     """Rule id of each key whose occurrence count the generated file requires."""
     out = dict(_KEY_RULES)
     if division == "closed":
-        out.update({name: "HPARAM-002" for name in rules.hyperparameters})
+        out.update({name: HPARAM_002 for name in rules.hyperparameters})
     return out
 
 
@@ -86,70 +87,70 @@ def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, A
             "'run_stopped': False, 'first_init_start': None, 'epoch': 0, 'in_epoch': False, "
             "'in_eval': False, 'evals': 0, 'reached': False})"
         )}},
-        _key("submission_benchmark", "EXACTLY_ONE", [f"v['value'] == {rules.name!r}"]),
-        _key("submission_division", "EXACTLY_ONE", [f"v['value'] == {division!r}"]),
-        _key("submission_org", "EXACTLY_ONE", [_TEXT]),
-        _key("submission_platform", "EXACTLY_ONE", [_TEXT]),
-        _key("submission_status", "EXACTLY_ONE", [_TEXT]),
-        _key("trainmark_rules_version", "EXACTLY_ONE", [f"v['value'] == {rules.version!r}"]),
-        _key("trainmark_trial", "EXACTLY_ONE", ["type(v['value']) is int and v['value'] >= 1  # MLLOG-004"]),
-        _key("cache_clear", "AT_LEAST_ONE", ["v['value'] is True"]),
-        _key("init_start", "AT_LEAST_ONE", ["not s['init_stopped']", "not s['run_started']"],
+        _key(mllog.SUBMISSION_BENCHMARK, "EXACTLY_ONE", [f"v['value'] == {rules.name!r}"]),
+        _key(mllog.SUBMISSION_DIVISION, "EXACTLY_ONE", [f"v['value'] == {division!r}"]),
+        _key(mllog.SUBMISSION_ORG, "EXACTLY_ONE", [_TEXT]),
+        _key(mllog.SUBMISSION_PLATFORM, "EXACTLY_ONE", [_TEXT]),
+        _key(mllog.SUBMISSION_STATUS, "EXACTLY_ONE", [_TEXT]),
+        _key(mllog.RULES_VERSION, "EXACTLY_ONE", [f"v['value'] == {rules.version!r}"]),
+        _key(mllog.TRIAL, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] >= 1  # MLLOG-004"]),
+        _key(mllog.CACHE_CLEAR, "AT_LEAST_ONE", ["v['value'] is True"]),
+        _key(mllog.INIT_START, "AT_LEAST_ONE", ["not s['init_stopped']", "not s['run_started']"],
              post="s['init_started'] = True; s['first_init_start'] = "
                   "ll.timestamp if s['first_init_start'] is None else s['first_init_start']"),
-        _key("seed", "EXACTLY_ONE", ["type(v['value']) is int  # SEED-001 seed must be an integer"]),
-        _key("train_samples", "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
-        _key("eval_samples", "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
-        _key("trainmark_precision", "EXACTLY_ONE", [f"v['value'] in {precisions_allowed(rules)!r}  # HPARAM-003"]),
-        _key("trainmark_model_fingerprint", "EXACTLY_ONE", [
+        _key(mllog.SEED, "EXACTLY_ONE", ["type(v['value']) is int  # SEED-001 seed must be an integer"]),
+        _key(mllog.TRAIN_SAMPLES, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
+        _key(mllog.EVAL_SAMPLES, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
+        _key(mllog.PRECISION, "EXACTLY_ONE", [f"v['value'] in {precisions_allowed(rules)!r}  # HPARAM-003"]),
+        _key(mllog.MODEL_FINGERPRINT, "EXACTLY_ONE", [
             "isinstance(v['value'], str) and len(v['value']) == 64 "
             "and all(c in '0123456789abcdef' for c in v['value'])"]),
-        _key("trainmark_parameter_count", "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
-        _key("trainmark_flops_per_step", "EXACTLY_ONE", [
+        _key(mllog.PARAMETER_COUNT, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
+        _key(mllog.FLOPS_PER_STEP, "EXACTLY_ONE", [
             "v['value'] is None or (" + _NUMBER.format(x="v['value']") + " and v['value'] > 0)"]),
-        _key("trainmark_energy_method", "EXACTLY_ONE", [f"v['value'] in {ENERGY_METHODS!r}"]),
-        _key("init_stop", "EXACTLY_ONE", [
+        _key(mllog.ENERGY_METHOD, "EXACTLY_ONE", [f"v['value'] in {ENERGY_METHODS!r}"]),
+        _key(mllog.INIT_STOP, "EXACTLY_ONE", [
             "s['init_started']", "not s['run_started']",
             f"ll.timestamp - s['first_init_start'] <= {init_ms}  # MLLOG-003 untimed init at most "
             f"{rules.max_init_seconds[division]} s in the {division} division"],
             post="s['init_stopped'] = True"),
-        _key("run_start", "EXACTLY_ONE", ["s['init_stopped']"], post="s['run_started'] = True"),
-        _key("epoch_start", "AT_LEAST_ONE", [
+        _key(mllog.RUN_START, "EXACTLY_ONE", ["s['init_stopped']"], post="s['run_started'] = True"),
+        _key(mllog.EPOCH_START, "AT_LEAST_ONE", [
             "s['run_started'] and not s['run_stopped']",
             "not s['in_epoch'] and not s['in_eval']",
             f"{epoch_num} == s['epoch'] + 1",
             f"type({epoch_num}) is int and {epoch_num} <= {int(rules.max_epochs)}  # TARGET-004"],
             post=f"s['in_epoch'] = True; s['epoch'] = {epoch_num} if type({epoch_num}) is int else s['epoch'] + 1"),
-        _key("epoch_stop", "AT_LEAST_ONE", [
+        _key(mllog.EPOCH_STOP, "AT_LEAST_ONE", [
             "s['in_epoch']",
             f"{epoch_num} == s['epoch']",
             "'trainmark_train_energy_j' in v['metadata']",
             _ENERGY.format(x="v['metadata'].get('trainmark_train_energy_j')"),
             "type(v['metadata'].get('trainmark_samples')) is int and v['metadata']['trainmark_samples'] > 0"],
             post="s['in_epoch'] = False"),
-        _key("eval_start", "AT_LEAST_ONE", [
+        _key(mllog.EVAL_START, "AT_LEAST_ONE", [
             "not s['in_epoch'] and not s['in_eval']",
             f"{epoch_num} == s['epoch']",
             f"s['epoch'] % {every} == 0 or s['epoch'] == {int(rules.max_epochs)}  "
             f"# MLLOG-003 evaluate every {every} epoch(s) and after the last"],
             post="s['in_eval'] = True"),
-        _key("eval_accuracy", "AT_LEAST_ONE", [
+        _key(mllog.EVAL_ACCURACY, "AT_LEAST_ONE", [
             "s['in_eval']",
             f"{epoch_num} == s['epoch']",
             *_metric_checks(rules),
             "not s['reached']  # TARGET-005 an evaluation after the target was reached"],
             post="s['evals'] += 1; s['reached'] = s['reached'] or " + _reached_expression(rules)),
-        _key("eval_stop", "AT_LEAST_ONE", [
+        _key(mllog.EVAL_STOP, "AT_LEAST_ONE", [
             "s['in_eval']",
             f"{epoch_num} == s['epoch']",
             "'trainmark_eval_energy_j' in v['metadata']",
             _ENERGY.format(x="v['metadata'].get('trainmark_eval_energy_j')")],
             post="s['in_eval'] = False"),
-        _key("trainmark_trial_result", "EXACTLY_ONE", [
+        _key(mllog.TRIAL_RESULT, "EXACTLY_ONE", [
             "isinstance(v['value'], dict)",
             f"set({TRIAL_RESULT_FIELDS!r}) <= set(v['value'])",
             f"v['value'].get('status') in {TRIAL_STATUSES!r}"]),
-        _key("run_stop", "EXACTLY_ONE", [
+        _key(mllog.RUN_STOP, "EXACTLY_ONE", [
             "s['run_started']",
             "not s['in_epoch'] and not s['in_eval']",
             "v['metadata'].get('status') in ['success', 'aborted']",

@@ -5,6 +5,7 @@ A directory may be injected (``rules_dir``) so tests can judge with a modified c
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -13,7 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from trainmark.errors import UserError
@@ -39,6 +39,8 @@ def schema() -> dict[str, Any]:
 def _validator():
     """One validator for every rule file: ``jsonschema.validate`` re-checks the schema itself on each
     call, which was most of ``trainmark list``'s time (benchmarks/cli_startup.py)."""
+    import jsonschema  # only for a rule file that is not byte-identical to a released one
+
     return jsonschema.validators.validator_for(schema())(schema())  # the schema itself: tests/test_rules.py
 
 
@@ -122,12 +124,16 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def validate(data: Any, path: Path) -> None:
-    """Raise ``RulesError`` naming the file and the field that breaks the schema."""
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "<top level>"
-        raise RulesError(f"{path}: field '{where}': {error.message}") from None
+def validate(data: Any, path: Path, schema_checked: bool = False) -> None:
+    """Raise ``RulesError`` naming the file and the field that breaks the schema (the schema is
+    skipped when ``schema_checked``: a released file, validated by the tests before its release)."""
+    if not schema_checked:
+        import jsonschema
+
+        error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "<top level>"
+            raise RulesError(f"{path}: field '{where}': {error.message}") from None
     if data["benchmark"] != path.stem:
         raise RulesError(f"{path}: field 'benchmark': {data['benchmark']!r} must match the file name {path.stem!r}")
     if data["rules_version"] != path.parent.name:
@@ -139,9 +145,29 @@ def validate(data: Any, path: Path) -> None:
         raise RulesError(f"{path}: field 'metric/target': {target} outside the metric's range {[lo, hi]}")
 
 
-def _read_yaml(path: Path) -> Any:
+@lru_cache(maxsize=8)
+def _released_sha256(version: str) -> frozenset[str]:
+    """SHA-256 of every shipped rule file of ``version`` as released (reference-code.json, written by
+    ``trainmark rules code-hashes``; a test fails when it is stale)."""
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        released = json.loads((RULES_ROOT / version / "reference-code.json").read_text(encoding="utf-8"))
+        return frozenset(h for files in released["benchmarks"].values() for name, h in files.items()
+                         if name.startswith(f"code/rules/{version}/"))
+    except (OSError, ValueError, KeyError, AttributeError):
+        return frozenset()
+
+
+def _is_released(path: Path, raw: bytes) -> bool:
+    """A shipped rule file byte-identical to its release: its schema check already passed
+    (tests/test_rules.py validates every shipped file), so ``trainmark list`` need not repeat it."""
+    return (path.parent.parent == RULES_ROOT
+            and hashlib.sha256(raw).hexdigest() in _released_sha256(path.parent.name))
+
+
+def _read_yaml(path: Path, raw: bytes | None = None) -> Any:
+    try:
+        text = (raw if raw is not None else path.read_bytes()).decode("utf-8")
+        return yaml.load(text, Loader=_YAML_LOADER)
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesError(f"{path}: cannot read rule file: {exc}") from None
     except yaml.YAMLError as exc:
@@ -167,7 +193,11 @@ def merge(base: Any, override: Any) -> Any:
 def load_file(path: Path) -> BenchmarkRules:
     """One rule file. ``include: <benchmark>`` starts from the shipped rule file of that benchmark
     and version (never a path) and overrides the keys this file gives: test rules stay short."""
-    data = _read_yaml(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RulesError(f"{path}: cannot read rule file: {exc}") from None
+    data = _read_yaml(path, raw)
     if isinstance(data, dict) and "include" in data:
         name = data.pop("include")
         ok = isinstance(name, str) and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name) is not None
@@ -176,7 +206,8 @@ def load_file(path: Path) -> BenchmarkRules:
             raise RulesError(f"{path}: field 'include': {name!r} is not a shipped benchmark of rules "
                              f"{path.parent.name}")
         data = merge(_read_yaml(shipped), data)
-    validate(data, path)
+        raw = b""  # merged: never a released file
+    validate(data, path, schema_checked=_is_released(path, raw))
     return BenchmarkRules(data, path)
 
 

@@ -123,13 +123,22 @@ def test_the_finding_code_table_is_generated_from_the_catalogue():
     assert catalog_docs.updated(text) == text, "docs/checker.md is stale: run `trainmark rules docs`"
 
 
-def test_every_code_a_module_names_is_in_the_catalogue():
-    """A typo in a finding code would raise only when that finding fires: catch it here instead."""
+def test_modules_name_codes_through_the_catalogue_constants():
+    """A code spelt as a string could hold a typo that raises only when its finding fires; a constant
+    (``from trainmark.checker.catalog import LAYOUT_003``) is checked by the import and by ruff."""
+    from trainmark.checker import catalog
+
+    for rule in RULE_IDS.values():
+        assert getattr(catalog, rule.id.replace("-", "_")) == rule.id
     root = Path(__file__).resolve().parents[1]
-    named = {}
+    literal, used = {}, set()
     for path in [*root.glob("checker/*.py"), *root.glob("report/*.py"), *root.glob("rules/*.py")]:
-        for code in re.findall(r"[\"']([A-Z]{2,12}-\d{3})[\"'#]", path.read_text(encoding="utf-8")):
-            named.setdefault(code, path.name)
-    unknown = {code: where for code, where in named.items() if code not in RULE_IDS}
-    assert unknown == {}
-    assert len(named) >= len(RULE_IDS) * 0.9  # the scan does see the codes in use
+        text = path.read_text(encoding="utf-8")
+        if path.name != "catalog.py":
+            used |= set(re.findall(r"\b([A-Z]{2,12}_\d{3})\b", text))
+            for code in re.findall(r"[\"']([A-Z]{2,12}-\d{3})[\"']", text):
+                literal.setdefault(code, path.name)
+    assert literal == {}
+    assert len(used) >= len(RULE_IDS) * 0.9  # the scan does see the constants in use
+
+

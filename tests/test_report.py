@@ -31,13 +31,13 @@ def write(root: Path, plans=None) -> Path:
 
 
 def test_curve_points_are_the_training_time_and_energy_before_each_evaluation(clean_submission):
-    # default plans: trial k trains 30 + 2.5 k s and 1500 J per epoch, evaluates 3 s and 120 J
+    # default plans: trial k trains 30 + 1.5 k s and 1500 J per epoch, evaluates 3 s and 120 J
     data = (clean_submission / BENCH / "result_2.txt").read_bytes()
     curve, samples = trial_curve(read_events(data, "r", Findings(), strict=True))
     assert [p.epoch for p in curve] == [1, 2, 3, 4, 5]
-    assert [p.train_s for p in curve] == pytest.approx([35.0 * e for e in range(1, 6)])
+    assert [p.train_s for p in curve] == pytest.approx([33.0 * e for e in range(1, 6)])
     assert [p.train_energy_j for p in curve] == pytest.approx([1500.0 * e for e in range(1, 6)])
-    assert [p.total_s for p in curve] == pytest.approx([38.0 * e for e in range(1, 6)])
+    assert [p.total_s for p in curve] == pytest.approx([36.0 * e for e in range(1, 6)])
     assert [p.eval_s for p in curve] == pytest.approx([3.0] * 5)
     assert samples == 5 * 60000
 
@@ -46,7 +46,7 @@ def test_clean_folder_page_has_every_section(clean_submission):
     data = collect(clean_submission, TINY)
     (view,) = data.benchmarks
     assert view.missing == []
-    assert [t.samples_per_s for t in view.trials] == pytest.approx([60000 / (30 + 2.5 * k) for k in range(1, 6)],
+    assert [t.samples_per_s for t in view.trials] == pytest.approx([60000 / (30 + 1.5 * k) for k in range(1, 6)],
                                                                   rel=1e-3)
     html = render_html(data)
     assert html.count('<figure class="plot"') == 4  # metric/time, metric/epoch, time, energy
@@ -131,7 +131,7 @@ def test_an_archive_is_reported_like_its_folder(clean_submission, tmp_path):
     data = collect(tgz, TINY)
     (view,) = data.benchmarks
     assert data.report["path"] == str(tgz.resolve()) and data.report["passed"]
-    assert [len(t.curve) for t in view.trials] == [6, 5, 6, 5, 6]
+    assert [len(t.curve) for t in view.trials] == [5, 5, 5, 5, 5]
     assert data.systems and "synthetic CPU" in render_html(data)  # read before the unpacked folder went away
     (tmp_path / "bad.tar.gz").write_bytes(b"not a tar")
     refused = collect(tmp_path / "bad.tar.gz", TINY)

@@ -6,18 +6,30 @@ import yaml
 
 from conftest import SHIPPED_RULES
 from trainmark.rules import RulesError, get_rules, known_versions, load_ruleset
+from trainmark.rules import ruleset as ruleset_module
+from trainmark.rules.ruleset import validate
 from trainmark.rules.docs import render_markdown
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 
 
 def test_every_shipped_rule_file_validates():
+    """Against the schema itself: loading a released file skips the schema (the release is this test)."""
     for version in known_versions():
         ruleset = load_ruleset(version)
         assert ruleset, version
         for name, r in ruleset.items():
             assert r.name == name and r.version == version
             assert r.scoring["max_not_converged"] < r.trials
+            validate(yaml.safe_load(r.path.read_text(encoding="utf-8")), r.path, schema_checked=False)
+
+
+def test_only_a_file_byte_identical_to_its_release_skips_the_schema(rules_copy):
+    shipped = SHIPPED_RULES / "1.0" / "resnet-mini.yaml"
+    raw = shipped.read_bytes()
+    assert ruleset_module._is_released(shipped, raw)
+    assert not ruleset_module._is_released(shipped, raw + b"\n")                       # edited
+    assert not ruleset_module._is_released(rules_copy / "1.0" / "resnet-mini.yaml", raw)  # not shipped
 
 
 def test_every_shipped_benchmark_has_a_reference():
