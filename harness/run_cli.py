@@ -190,7 +190,10 @@ def _cv(times: list[float]) -> float | None:
 def _other_load(bench_dir: Path, k: int) -> float | None:
     """The share of the CPUs other processes used during trial ``k`` (trial.json), or None."""
     try:
-        return json.loads((bench_dir / f"trial_{k}" / "trial.json").read_text()).get("other_cpu_load_pct")
+        from trainmark.format import layout
+
+        path = bench_dir / layout.trial_dir(k) / layout.TRIAL_JSON
+        return json.loads(path.read_text(encoding="utf-8")).get("other_cpu_load_pct")
     except (OSError, ValueError):
         return None
 

@@ -35,6 +35,11 @@ def test_full_curves_train_to_max_epochs_and_judge_other_targets(capsys):
     assert report["targets"]["0.95"]["epochs_to_target"] == [5, None]
     assert report["targets"]["0.95"]["converged"] == 1
     assert report["targets"]["0.99"]["converged"] == 0
+    t = report["targets"]["0.9"]                                  # the spread the rules record
+    assert t["epochs_range"] == [3, 4] and len(t["train_time_s"]) == 2 and t["train_time_cv"] >= 0
+    assert report["targets"]["0.99"]["epochs_range"] is None and report["targets"]["0.99"]["train_time_cv"] is None
+    assert len(report["other_cpu_load_pct"]) == 2                 # one reading per trial (CPU run)
+    assert all(v is None or 0 <= v <= 100 for v in report["other_cpu_load_pct"])
 
 
 def test_full_curves_fail_when_a_trial_misses_the_rules_target(capsys):
