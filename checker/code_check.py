@@ -46,6 +46,7 @@ from trainmark.checker.catalog import (
 from trainmark.checker.findings import Findings
 from trainmark.checker.layout import safe_entries
 from trainmark.checker.safefs import JSON_CAP, MiB, Missing, SafeTree, UnsafeEntry
+from trainmark.rules.reference_code import released_key
 
 IMPLEMENTATION_FORMAT = "trainmark-implementation/1"
 MANIFEST = "MANIFEST.sha256"
@@ -276,7 +277,7 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
                          expected=want, seen=info[key])
     division = result.division or info["division"]
     if division == "closed":
-        _check_released(result, rel, digests, released, findings)
+        _check_released(result, rel, digests, released, findings, info.get("framework", "pytorch"))
     model = info.get("model")
     if division == "open" and isinstance(model, str) and model:
         if not any(path.startswith("model/") and path.endswith(".py") for path in files):
@@ -284,12 +285,14 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
                          f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
 
 
-def _check_released(result, rel: str, digests: dict[str, str], released: _Released, findings: Findings) -> None:
+def _check_released(result, rel: str, digests: dict[str, str], released: _Released, findings: Findings,
+                    framework: object) -> None:
     version = result.rules_version
     table = released.get(version) if version else "the results name no rules version"
-    expected = table.get("benchmarks", {}).get(result.benchmark) if isinstance(table, dict) else None
+    key = released_key(result.benchmark, framework) if isinstance(framework, str) else None
+    expected = table.get("benchmarks", {}).get(key) if isinstance(table, dict) and key else None
     if not isinstance(expected, dict):
-        why = table if isinstance(table, str) else f"it lists no benchmark {result.benchmark!r}"
+        why = table if isinstance(table, str) else f"it lists no benchmark {key or result.benchmark!r}"
         findings.add(CODE_008, posixpath.join(rel, "code"), f"closed-division code not compared with the "
                      f"released reference of rules {version}: {why}", expected="reference-code.json with the "
                      "benchmark", seen=why)

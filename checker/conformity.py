@@ -175,12 +175,17 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
                     findings: Findings) -> None:
     """Closed: the structure must be the reference's. Open: report how it differs."""
     from trainmark.format import structure
-    if structure.fingerprint(desc) == reference["fingerprint"]:
+    framework = record.value(mllog.FRAMEWORK) if record is not None and mllog.FRAMEWORK in record.points else None
+    # another framework's layers are not PyTorch modules: its tensors, mapped onto the reference's names
+    # and layouts, are what is compared (an unknown framework name gets the full PyTorch comparison)
+    kinds = structure.TENSOR_KINDS if framework == "tensorflow" else structure.ALL_KINDS
+    if (structure.same_tensors(desc, reference) if framework == "tensorflow"
+            else structure.fingerprint(desc) == reference["fingerprint"]):
         return
-    differences = _ordered(structure.diff(reference, desc, limit=10**6))
+    differences = _ordered(structure.diff(reference, desc, limit=10**6, kinds=kinds))
     if division == "closed":
         findings.add(CONFORM_002, rel, "the model is not the reference model: " + "; ".join(differences),
-                     line=_first_difference_line(text, reference, desc), expected=reference["fingerprint"],
+                     line=_first_difference_line(text, reference, desc, kinds), expected=reference["fingerprint"],
                      seen=desc["fingerprint"])
         return
     flops = record.value(mllog.FLOPS_PER_STEP) if record is not None else None
@@ -198,8 +203,8 @@ def _ordered(differences: list[str], limit: int = 12) -> list[str]:
     return ordered[:limit] + ([f"... and {len(ordered) - limit} more"] if len(ordered) > limit else [])
 
 
-def _first_difference_line(text: str, reference: dict, desc: dict) -> int | None:
-    for key in ("modules", "parameters", "buffers"):
+def _first_difference_line(text: str, reference: dict, desc: dict, kinds) -> int | None:
+    for _, key in kinds:
         ref = {e["name"]: e for e in reference[key]}
         for entry in desc[key]:
             if ref.get(entry["name"]) != entry:

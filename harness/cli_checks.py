@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from trainmark.errors import UserError
+from trainmark.harness import framework
 from trainmark.outputs import ensure_writable
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")  # the checker's LAYOUT-005 rule for folder names
@@ -80,6 +81,7 @@ def run_args(args, hparams: list[tuple[str, object]]) -> None:
     folder_name(args.system_name, "--system-name")
     rules_dir(args.rules_dir)
     hparam_values(hparams)
+    framework.available(args.framework)  # a framework that is not installed: one line, nothing written
     if args.seed is not None and not 0 <= args.seed < 2 ** 63:
         raise UserError(f"--seed {args.seed}: must be in 0..2**63-1")
     if getattr(args, "out", None) is not None:

@@ -12,8 +12,11 @@ The reference (trainmark.reference) still owns the model, data and recipe; the b
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
+
+from trainmark.errors import UserError
 
 if TYPE_CHECKING:
     from trainmark.harness.distributed import Dist
@@ -46,11 +49,24 @@ class Backend(Protocol):
 
 
 # name -> "module:class", imported only when that framework runs
-BACKENDS = {"pytorch": "trainmark.harness.pytorch_backend:PyTorchBackend"}
+BACKENDS = {"pytorch": "trainmark.harness.pytorch_backend:PyTorchBackend",
+            "tensorflow": "trainmark.harness.tensorflow_backend:TensorFlowBackend"}
+# the distribution each framework needs beyond the base install, and the command that adds it
+REQUIRES = {"tensorflow": ("tensorflow", "pip install -e '.[tensorflow]' (or bash scripts/install.sh)")}
+
+
+def available(name: str) -> None:
+    """Raise a one-line UserError when framework ``name`` is unknown or not installed (no import)."""
+    if name not in BACKENDS:
+        raise UserError(f"--framework {name}: use {' or '.join(BACKENDS)}")
+    if name in REQUIRES and importlib.util.find_spec(REQUIRES[name][0]) is None:
+        raise UserError(f"--framework {name} needs {REQUIRES[name][0]}, which is not installed: "
+                        f"{REQUIRES[name][1]}")
 
 
 def backend(name: str, device, precision: str, dist: Dist | None = None) -> Backend:
     """The backend ``name`` for one device and precision (``dist``: this rank; None: one process)."""
+    available(name)
     module, _, cls = BACKENDS[name].partition(":")
     kind = getattr(importlib.import_module(module), cls)
     return kind(device, precision) if dist is None else kind(device, precision, dist)

@@ -106,15 +106,16 @@ def write_record(submitter_root: Path, rules, system: str, division: str, model_
     """
     dest = record_dir(submitter_root, rules.name, system)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    code = reference_sources(rules)
-    differ = released_differences(rules, options.get("rules_dir"), code) if division == "closed" else None
+    framework = options.get("framework") or "pytorch"
+    code = reference_sources(rules, framework)
+    differ = released_differences(rules, options.get("rules_dir"), code, framework) if division == "closed" else None
     if differ:
         print(f"trainmark run: warning: the installed reference code of {rules.name} differs from the released "
               f"reference of rules {rules.version} ({', '.join(differ[:3])}{', ...' if len(differ) > 3 else ''}); "
               "`trainmark check` will report CODE-007 for this closed-division result", file=sys.stderr)
     model = model_sources(model_spec) if model_spec else {}
     info = {"format": FORMAT, "benchmark": rules.name, "rules_version": rules.version, "division": division,
-            "system": system, "reference": rules.reference_model["id"], "model": model_spec,
+            "system": system, "reference": rules.reference_model["id"], "framework": framework, "model": model_spec,
             "trainmark_version": __version__, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "code_files": sorted(code), "model_files": sorted(model)}
     command = {"argv": list(getattr(sys, "orig_argv", sys.argv)), "options": options}

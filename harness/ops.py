@@ -293,8 +293,9 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             passes: Iterable[str] = ("fwd", "bwd"), quick: bool = False, shapes: list[Shape] | None = None,
             numpy_backend: bool = True, repeats: int | None = None, target_s: float | None = None,
             warmup_s: float | None = None, peak: _peaks.DevicePeak | None | str = "auto",
-            timer=None, progress: Callable[[dict], None] | None = None) -> dict:
-    """Run the benchmark set and return the report (schema ``FORMAT``; see docs in this module)."""
+            timer=None, progress: Callable[[dict], None] | None = None, framework: str = "pytorch") -> dict:
+    """Run the benchmark set and return the report (schema ``FORMAT``; see docs in this module).
+    ``framework="tensorflow"``: the matmul and conv2d cases run in TensorFlow (harness/ops_tensorflow.py)."""
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("CUDA requested but torch.cuda.is_available() is False")
@@ -313,6 +314,10 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
         if progress:
             progress(row)
 
+    make_case, backend = (lambda shape, name, dev, pass_: _case(shape, DTYPES[name], dev, pass_)), "torch"
+    if framework == "tensorflow":
+        from trainmark.harness import ops_tensorflow
+        make_case, backend = ops_tensorflow.case, "tensorflow"
     flop_cache = {s.name: shape_flops(s) for s in shapes}
     load = OtherLoad() if device.type == "cpu" else None
     for dtype_name in dtypes:
@@ -328,7 +333,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             for shape in shapes:
                 for pass_ in passes:
                     try:
-                        fn = _case(shape, DTYPES[dtype_name], device, pass_)
+                        fn = make_case(shape, dtype_name, device, pass_)
                         timing = measure(fn, timer, warmup_s=warmup_s, repeats=repeats, target_s=target_s)
                     except (RuntimeError, NotImplementedError) as exc:  # dtype unsupported for this op here
                         skipped.append({"dtype": dtype_name, "name": shape.name, "pass": pass_,
@@ -336,7 +341,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
                         continue
                     finally:
                         fn = None
-                    row = _row(shape, dtype_name, pass_, "torch", flop_cache[shape.name], timing, peak_tflops)
+                    row = _row(shape, dtype_name, pass_, backend, flop_cache[shape.name], timing, peak_tflops)
                     results.append(row)
                     emit(row)
     if numpy_backend and device.type == "cpu" and "fp32" in dtypes and "fwd" in passes:
@@ -350,7 +355,9 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             results.append(row)
             emit(row)
         time.sleep(0.3)
-    if "memory" in ops:
+    if "memory" in ops and framework != "pytorch":
+        skipped.append({"op": "memory", "reason": f"the bandwidth cases are PyTorch's; not measured under {framework}"})
+    elif "memory" in ops:
         for name, nbytes, fn, desc in _memory_cases(device, quick):
             timing = measure(fn, timer, warmup_s=warmup_s, repeats=repeats, target_s=target_s)
             gbs = nbytes / timing.median / 1e9
@@ -367,6 +374,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
         "peak": peak.as_dict() if peak else None,
         "settings": {"quick": quick, "repeats": repeats, "target_s": target_s, "warmup_s": warmup_s,
                      "dtypes": dtypes, "passes": passes, "ops": ops, "numpy_backend": numpy_backend,
+                     "framework": framework,
                      "confirm_fraction": CONFIRM_FRACTION},
         "results": results,
         "bandwidth": bandwidth,

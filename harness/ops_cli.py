@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from trainmark.errors import UserError
+from trainmark.harness.framework import BACKENDS  # stdlib only: keeps --help light
 
 OPS_DEFAULT_DTYPES = {"cpu": "fp32,bf16", "cuda": "fp32,tf32,bf16,fp16"}
 
@@ -42,6 +43,8 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="three small shapes, few repeats (seconds; for tests)")
     p.add_argument("--repeats", type=int, help="timings per case (default 5; quick 3)")
     p.add_argument("--no-numpy", action="store_true", help="CPU: skip the NumPy BLAS reference rows")
+    p.add_argument("--framework", choices=list(BACKENDS), default="pytorch",
+                   help="the framework whose matmul and conv2d kernels are timed (default: %(default)s)")
     p.add_argument("--nproc", type=int, default=2,
                    help="--op allreduce: ranks on this node, launched with torchrun (default: %(default)s)")
     p.add_argument("--json", dest="json_path", metavar="FILE",
@@ -77,12 +80,15 @@ def register(sub) -> None:
 # ---------------------------------------------------------------- ops
 
 def cmd_ops(args) -> int:
-    from trainmark.harness import ops
+    from trainmark.harness import framework, ops
     from trainmark.harness.cli_checks import ops_args
     from trainmark.outputs import is_stdout, write_output
 
     ops_args(args)  # before measuring: an unwritable --json used to fail only at the end
+    framework.available(args.framework)
     device = _device(args.device)
+    if args.framework != "pytorch" and device.type != "cpu":
+        raise UserError(f"--framework {args.framework}: only --device cpu for now")
     dtypes = _csv(args.dtype or OPS_DEFAULT_DTYPES.get(device.type, "fp32"))
     bad = [d for d in dtypes if d not in (*ops.DTYPES, "fp8")]
     if bad:
@@ -109,7 +115,7 @@ def cmd_ops(args) -> int:
     table_out = sys.stderr if is_stdout(args.json_path) else sys.stdout  # '-': stdout is the JSON alone
     print(ops.HEADER, flush=True, file=table_out)
     report = ops.run_ops(device, dtypes, ops=op_list, passes=passes, quick=args.quick, shapes=shapes,
-                         numpy_backend=not args.no_numpy, repeats=args.repeats,
+                         numpy_backend=not args.no_numpy, repeats=args.repeats, framework=args.framework,
                          progress=lambda row: print(ops.format_row(row), flush=True, file=table_out))
     print(file=table_out)
     print(ops.format_report(report), file=table_out)

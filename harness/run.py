@@ -65,6 +65,7 @@ class RunOptions:
     max_epochs: int | None = None  # calibration only: fewer epochs than the rules' max_epochs
     ceilings: Path | None = None  # a `trainmark ops --json` report of this machine: its measured ceilings
     telemetry_hz: float = 1.0  # telemetry samples per second into trial_<k>/telemetry.csv (0: none)
+    framework: str = "pytorch"  # harness/framework.py's BACKENDS
 
 
 @dataclass
@@ -298,7 +299,7 @@ class Prepared:
 
     @property
     def backend(self) -> framework.Backend:
-        return framework.backend("pytorch", self.device, self.opts.precision, self.dist)
+        return framework.backend(self.opts.framework, self.device, self.opts.precision, self.dist)
 
 
 def prepare(opts: RunOptions) -> Prepared:
@@ -311,6 +312,9 @@ def prepare(opts: RunOptions) -> Prepared:
     for label, value in (("--submitter", opts.submitter), ("--system-name", opts.system_name)):
         if value is not None and not NAME.match(value):
             raise UserError(f"{label} {value!r}: use letters, digits, '.', '_' and '-' only")
+    framework.available(opts.framework)
+    if opts.model and opts.framework != "pytorch":
+        raise UserError(f"--model builds a PyTorch module: it cannot run under --framework {opts.framework}")
     if opts.model and opts.division == "closed":
         raise UserError("--model trains your own model: that is the open division (add --division open)")
     device = check_device(opts.device)

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainmark.errors import UserError
+from trainmark.harness.framework import BACKENDS  # stdlib only: keeps --help light
 from trainmark.outputs import table_console
 from trainmark.rules import LATEST_VERSION
 from trainmark.harness.telemetry import parse_hz as telemetry_hz  # stdlib only: keeps --help light
@@ -41,6 +42,9 @@ def _run_args(p) -> None:
     p.add_argument("--system", type=Path, dest="system_file", help="system description JSON merged over detection")
     p.add_argument("--system-name", help="system folder name (default: derived from the hardware)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
+    p.add_argument("--framework", choices=list(BACKENDS), default="pytorch",
+                   help="the framework that trains the reference (default: %(default)s; tensorflow: "
+                        "pip install -e '.[tensorflow]', docs/frameworks.md)")
     p.add_argument("--precision", choices=["fp32", "amp"], default="fp32",
                    help="fp32, or amp (bf16/fp16 autocast where the rules allow it) (default: fp32)")
     p.add_argument("--batch-size", type=int, help="global batch size")
@@ -100,7 +104,8 @@ def options(args, out: Path, resume: bool = False) -> RunOptions:
         data_dir=args.data_dir, hparams=dict(hparams), model=args.model,
         resume=resume, quiet=args.quiet, rules_version=args.rules_version, rules_dir=args.rules_dir,
         energy_estimate_watts=args.energy_estimate_watts, full_curves=getattr(args, "full_curves", False),
-        max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings, telemetry_hz=args.telemetry_hz)
+        max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings, telemetry_hz=args.telemetry_hz,
+        framework=args.framework)
 
 
 def summary_table(summary: RunSummary) -> Table:

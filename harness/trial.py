@@ -107,7 +107,7 @@ def run_trial(cfg: TrialConfig, ref, data, backend: Backend, timeline: Timeline,
             trainer = backend.trainer(ref, build_model or ref.build_model, cfg.hparams, data, cfg.seed)
             res.precision_used, res.flops_per_step = trainer.precision_used, trainer.flops_per_step
             timeline.settings(scale_nodes.rank_events(dist, trainer.local_batch), at=init.start.s)
-            timeline.settings(_settings(cfg, ref, data, trainer, res, meter), at=init.start.s)
+            timeline.settings(_settings(cfg, ref, data, trainer, res, meter, backend.name), at=init.start.s)
         res.init_time_s = init.window.seconds
     if outcome.failed:
         return outcome.finish(trainer)
@@ -227,14 +227,16 @@ def _header(cfg: TrialConfig) -> dict[str, Any]:
             "platform": cfg.system_name, "rules_version": cfg.rules_version, "trial": cfg.trial}
 
 
-def _settings(cfg: TrialConfig, ref, data, trainer: Trainer, res: TrialResult, meter) -> list[tuple[str, Any]]:
+def _settings(cfg: TrialConfig, ref, data, trainer: Trainer, res: TrialResult, meter,
+              framework: str) -> list[tuple[str, Any]]:
     """The trial's settings, logged once during init (MLPerf's keys where MLPerf has them)."""
     hp = cfg.hparams
     # gradient_accumulation_steps: MLPerf's closed rules require it; the harness never accumulates
     accumulation = () if "gradient_accumulation_steps" in hp else ((mllog.GRADIENT_ACCUMULATION_STEPS, 1),)
     return [(mllog.SEED, cfg.seed), *hp.items(), *accumulation,
             (mllog.TRAIN_SAMPLES, ref.train_samples(data)), (mllog.EVAL_SAMPLES, ref.eval_samples(data)),
-            (mllog.PRECISION, res.precision_used), (mllog.MODEL_FINGERPRINT, trainer.structure["fingerprint"]),
+            (mllog.FRAMEWORK, framework), (mllog.PRECISION, res.precision_used),
+            (mllog.MODEL_FINGERPRINT, trainer.structure["fingerprint"]),
             (mllog.PARAMETER_COUNT, trainer.structure["parameter_count"]),
             (mllog.FLOPS_PER_STEP, res.flops_per_step), (mllog.ENERGY_METHOD, res.energy_method),
             (mllog.ENERGY_SCOPE, res.energy_scope), (mllog.ENERGY_DOMAINS, getattr(meter, "describe", dict)())]

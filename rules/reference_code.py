@@ -76,12 +76,33 @@ def reference_modules(root_module: str) -> dict[str, Path]:
     return dict(sorted(out.items()))
 
 
-def reference_sources(rules: BenchmarkRules) -> dict[str, Path]:
-    """Record path -> source file of a benchmark's released reference code (modules and rule file)."""
+# Frameworks besides PyTorch: the module that holds their twins of the references (``--framework``).
+# Its ``MODELS`` dict literal names the benchmarks it covers; it is read, never imported (no TensorFlow).
+TWINS = {"tensorflow": "trainmark.reference.fashion_mnist_keras"}
+
+
+def released_key(benchmark: str, framework: str = "pytorch") -> str:
+    """A benchmark's entry in reference-code.json: ``resnet-mini``, or ``resnet-mini@tensorflow``."""
+    return benchmark if framework == "pytorch" else f"{benchmark}@{framework}"
+
+
+def twin_benchmarks(framework: str) -> set[str]:
+    """The benchmarks that ``TWINS[framework]`` has a model for (the keys of its ``MODELS`` literal)."""
+    origin = _origin(TWINS[framework])
+    for node in ast.walk(ast.parse(origin.read_text(encoding="utf-8"))) if origin else ():
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MODELS" for t in node.targets)
+                and isinstance(node.value, ast.Dict)):
+            return {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+    return set()
+
+
+def reference_sources(rules: BenchmarkRules, framework: str = "pytorch") -> dict[str, Path]:
+    """Record path -> source file of a benchmark's released reference code (modules and rule file);
+    under another framework, also its twin's module and what that imports."""
     from trainmark.reference import registry
 
-    cls = type(registry.for_rules(rules))
-    sources = {module_path(name, path): path for name, path in reference_modules(cls.__module__).items()}
+    roots = [type(registry.for_rules(rules)).__module__, *([TWINS[framework]] if framework in TWINS else [])]
+    sources = {module_path(name, path): path for root in roots for name, path in reference_modules(root).items()}
     sources[f"code/rules/{rules.version}/{rules.name}.yaml"] = rules.path
     return sources
 
@@ -91,6 +112,10 @@ def hash_table(version: str, rules_root: Path | None = None) -> dict:
     benchmarks = {}
     for name, rules in load_ruleset(version, rules_root).items():
         benchmarks[name] = {path: sha256_file(src) for path, src in reference_sources(rules).items()}
+        for framework in TWINS:
+            if name in twin_benchmarks(framework):
+                benchmarks[released_key(name, framework)] = {
+                    path: sha256_file(src) for path, src in reference_sources(rules, framework).items()}
     return {"format": FORMAT, "rules_version": version,
             "generated_by": "trainmark rules code-hashes --rules-version " + version,
             "benchmarks": benchmarks}
@@ -104,11 +129,12 @@ def hash_file(version: str, rules_root: Path | None = None) -> Path:
     return Path(rules_root or RULES_ROOT) / version / HASH_FILE
 
 
-def released_differences(rules: BenchmarkRules, rules_root: Path | None, sources: dict[str, Path]) -> list[str] | None:
+def released_differences(rules: BenchmarkRules, rules_root: Path | None, sources: dict[str, Path],
+                         framework: str = "pytorch") -> list[str] | None:
     """Record paths whose installed file differs from the released hashes (None: no hashes for this version)."""
     try:
         table = json.loads(hash_file(rules.version, rules_root).read_text(encoding="utf-8"))
-        released = table["benchmarks"][rules.name]
+        released = table["benchmarks"][released_key(rules.name, framework)]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     differ = [p for p, src in sources.items() if released.get(p) != sha256_file(src)]

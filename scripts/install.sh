@@ -18,4 +18,4 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
   fi
 fi
-"$PY" -m pip install -q -e ".[test]"
+"$PY" -m pip install -q -e ".[test,tensorflow]"  # TensorFlow: --framework tensorflow (docs/frameworks.md)

@@ -20,12 +20,12 @@ RECORD = f"{SUB}/benchmarks/tiny-test/implementations/box"
 BENCH = f"{SUB}/results/box/tiny-test"
 
 
-def _rules_with_hashes(dest: Path) -> Path:
-    """The test rules plus reference-code.json and reference-structures.json generated for them
-    (as `trainmark rules code-hashes` does)."""
+def _rules_with_hashes(dest: Path, src: Path = TEST_RULES) -> Path:
+    """The test rules (or ``src``) plus reference-code.json and reference-structures.json generated
+    for them (as `trainmark rules code-hashes` does)."""
     from trainmark.rules import reference_structures
 
-    shutil.copytree(TEST_RULES, dest)
+    shutil.copytree(src, dest)
     table = reference_code.hash_table("1.0", dest)
     reference_code.hash_file("1.0", dest).write_text(reference_code.render(table), encoding="utf-8")
     reference_structures.structure_file("1.0", dest).write_text(

@@ -38,19 +38,24 @@ def write_subset(folder: Path) -> Path:
     return folder
 
 
-def run_then_check(name: str, tmp_path: Path, capsys) -> dict:
+def run_then_check(name: str, tmp_path: Path, capsys, *extra: str, rules: Path = TEST_RULES) -> dict:
+    """``extra``: more `trainmark run` arguments (``--framework tensorflow``); ``rules``: the rules folder."""
     out = tmp_path / "sub"
-    rc = main(["run", name, "--rules-dir", str(TEST_RULES), "--data-dir", str(write_subset(tmp_path / "data")),
-               "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet"])
-    rules = get_rules(name, rules_root=TEST_RULES)
+    rc = main(["run", name, "--rules-dir", str(rules), "--data-dir", str(write_subset(tmp_path / "data")),
+               "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet", *extra])
+    target = get_rules(name, rules_root=rules).target
     d = out / "closed" / "ci" / "results" / "ci-box" / name
     t = json.loads((d / "trial_1" / "trial.json").read_text())
     assert rc == 0, t
-    assert t["status"] == "converged" and t["final_metric"] >= rules.target
+    assert t["status"] == "converged" and t["final_metric"] >= target
     assert t["train_samples"] == t["epochs"] * (N_TRAIN // 256 * 256) and t["flops_per_step"] > 0
-    assert (d / "trial_1" / "model.safetensors").stat().st_size < 1_000_000
+    desc = json.loads((d / "trial_1" / "structure.json").read_text())
+    tensor_bytes = sum(int(np.prod(e["shape"])) * (8 if e["dtype"] == "int64" else 4)
+                       for e in desc["parameters"] + desc["buffers"])
+    assert 0 < (d / "trial_1" / "model.safetensors").stat().st_size - tensor_bytes < 100_000  # weights alone
     capsys.readouterr()
-    assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
+    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] and [f for f in report["findings"] if f["severity"] == "error"] == []
+    t["findings"] = report["findings"]
     return t

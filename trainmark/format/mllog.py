@@ -44,6 +44,7 @@ PARAMETER_COUNT, FLOPS_PER_STEP = "trainmark_parameter_count", "trainmark_flops_
 ENERGY_METHOD, ENERGY_SCOPE = "trainmark_energy_method", "trainmark_energy_scope"
 ENERGY_DOMAINS = "trainmark_energy_domains"
 TELEMETRY, TRIAL_RESULT = "trainmark_telemetry", "trainmark_trial_result"
+FRAMEWORK = "trainmark_framework"  # pytorch or tensorflow (absent: pytorch, the only one before rules 1.0's TF)
 
 # Metadata fields.
 EPOCH_NUM, STATUS = c.EPOCH_NUM, "status"

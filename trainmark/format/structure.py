@@ -49,10 +49,21 @@ def fingerprint(description: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
-def diff(expected: dict[str, Any], actual: dict[str, Any], limit: int = 20) -> list[str]:
-    """Human-readable differences between two descriptions (modules, then tensors)."""
+TENSOR_KINDS = (("parameter", "parameters"), ("buffer", "buffers"))
+ALL_KINDS = (("module", "modules"), *TENSOR_KINDS)
+
+
+def same_tensors(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two descriptions hold the same parameters and buffers by name (shape, dtype), whatever
+    their modules: how a model of another framework, mapped onto PyTorch's tensor names and layouts
+    (harness/keras_weights.py), is compared with the reference."""
+    return all({e["name"]: e for e in a[key]} == {e["name"]: e for e in b[key]} for _, key in TENSOR_KINDS)
+
+
+def diff(expected: dict[str, Any], actual: dict[str, Any], limit: int = 20, kinds=ALL_KINDS) -> list[str]:
+    """Human-readable differences between two descriptions (modules, then tensors; ``kinds``: which)."""
     out: list[str] = []
-    for kind, key in (("module", "modules"), ("parameter", "parameters"), ("buffer", "buffers")):
+    for kind, key in kinds:
         exp = {e["name"]: e for e in expected.get(key, [])}
         act = {e["name"]: e for e in actual.get(key, [])}
         for name in exp.keys() - act.keys():

@@ -1,0 +1,193 @@
+"""--framework tensorflow (issue 17): the Keras twins are the PyTorch references, tensor for tensor.
+
+Without TensorFlow only the missing-framework error is tested; scripts/install.sh and CI install it.
+"""
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from trainmark.cli import main
+from trainmark.format import structure
+
+needs_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                              reason="TensorFlow not installed (pip install -e '.[tensorflow]')")
+MINIS = ["resnet-mini", "vgg-mini", "inception-mini"]
+
+
+def test_framework_not_installed_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorflow" else real(name, *a))
+    out = tmp_path / "sub"
+    assert main(["run", "resnet-mini", "--framework", "tensorflow", "--out", str(out), "--quiet"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install -e '.[tensorflow]'" in err
+    assert not out.exists()
+
+
+def _pair(name):
+    """(Keras twin, PyTorch reference) of a mini, each freshly initialised."""
+    from trainmark.reference import fashion_mnist_keras, registry
+    from trainmark.rules import get_rules
+
+    torch.manual_seed(0)
+    return fashion_mnist_keras.MODELS[name](), registry.for_rules(get_rules(name)).build_model()
+
+
+@needs_tf
+@pytest.mark.parametrize("name", MINIS)
+def test_keras_twin_has_the_reference_tensors(name):
+    from trainmark.harness import keras_weights
+
+    keras_model, torch_model = _pair(name)
+    ours, ref = keras_weights.describe(keras_model), structure.describe(torch_model)
+    assert structure.same_tensors(ours, ref), structure.diff(ref, ours, kinds=structure.TENSOR_KINDS)
+    assert ours["parameter_count"] == ref["parameter_count"]
+    assert ours["fingerprint"] != ref["fingerprint"]  # the modules are Keras layers, and say so
+
+
+@needs_tf
+@pytest.mark.parametrize("name", MINIS)
+def test_weights_carried_either_way_give_the_same_logits(name):
+    """Keras weights into the PyTorch model, and PyTorch weights into the Keras model: same outputs."""
+    from trainmark.harness import keras_weights
+
+    keras_model, torch_model = _pair(name)
+    x = np.random.default_rng(1).standard_normal((8, 1, 28, 28)).astype(np.float32)
+    arrays, _ = keras_weights.tensors(keras_model)
+    torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()}, strict=True)
+    torch_model.eval()
+    with torch.no_grad():
+        from_torch = torch_model(torch.from_numpy(x)).numpy()
+    from_keras = keras_model(x.transpose(0, 2, 3, 1), training=False).numpy()
+    np.testing.assert_allclose(from_keras, from_torch, rtol=1e-4, atol=1e-4)
+
+    other_keras, other_torch = _pair(name)
+    keras_weights.load(other_keras, {k: v.numpy() for k, v in other_torch.state_dict().items()})
+    other_torch.eval()
+    with torch.no_grad():
+        want = other_torch(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(other_keras(x.transpose(0, 2, 3, 1), training=False).numpy(), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@needs_tf
+def test_a_changed_layer_is_named_by_the_conformity_check():
+    from trainmark.checker.catalog import CONFORM_002
+    from trainmark.checker.conformity import check_reference
+    from trainmark.checker.findings import Findings
+    from trainmark.harness import keras_weights
+    from trainmark.reference.fashion_mnist_keras import resnet_mini
+
+    ref = structure.describe(_pair("resnet-mini")[1])
+    wider = keras_weights.describe(resnet_mini(widths=(16, 48, 64, 128)))
+
+    class Record:  # the MLLOG of a TensorFlow trial, as far as the check reads it
+        points = {"trainmark_framework": None, "trainmark_flops_per_step": None}
+
+        def value(self, key):
+            return "tensorflow" if key == "trainmark_framework" else None
+
+    findings = Findings()
+    check_reference(wider, json.dumps(wider, indent=1), ref, "closed", "trial_1/structure.json", Record(), findings)
+    (finding,) = list(findings)
+    assert finding.rule == CONFORM_002 and "layer2.0.bn1.bias" in finding.message
+    findings = Findings()
+    same = keras_weights.describe(resnet_mini())
+    check_reference(same, json.dumps(same), ref, "closed", "trial_1/structure.json", Record(), findings)
+    assert list(findings) == []
+
+
+def _subset_rules(dest):
+    """The test rules, with resnet-mini on tests/vision_mini_run.py's subset (vgg-mini's test dataset
+    block), its schedule compressed into 3 epochs, and the released hashes generated for them."""
+    import shutil
+
+    import yaml
+    from conftest import TEST_RULES
+    from test_implementation_record import _rules_with_hashes
+
+    shutil.copytree(TEST_RULES, dest / "src")
+    vgg = yaml.safe_load((TEST_RULES / "1.0" / "vgg-mini.yaml").read_text())
+    (dest / "src" / "1.0" / "resnet-mini.yaml").write_text(yaml.safe_dump({
+        "benchmark": "resnet-mini", "rules_version": "1.0", "include": "resnet-mini",
+        "dataset": vgg["dataset"], "evaluation": vgg["evaluation"], "max_epochs": 3, "trials": 1,
+        "scoring": {"drop_fastest_and_slowest": 0},
+        "metric": {"target": 0.75, "source": "test-only: the 12,000-image subset, 3 epochs"},
+        "hyperparameters": {"opt_learning_rate_warmup_epochs": {"default": 0.5},
+                            "opt_learning_rate_decay_start_epochs": {"default": 2},
+                            "opt_learning_rate_decay_epochs": {"default": 3}},
+        "convergence": {"command": "n/a (tests only)", "points": [], "measured_on": None}, "curve_band": None}))
+    return _rules_with_hashes(dest / "rules", dest / "src")
+
+
+@needs_tf
+@pytest.mark.slow
+def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys):
+    from vision_mini_run import needs_fashion_mnist, run_then_check
+
+    if needs_fashion_mnist.args[0]:
+        pytest.skip(needs_fashion_mnist.kwargs["reason"])
+    rules = _subset_rules(tmp_path)  # released hashes: the record is compared with resnet-mini@tensorflow
+    t = run_then_check("resnet-mini", tmp_path, capsys, "--framework", "tensorflow", rules=rules)
+    assert [f for f in t["findings"] if f["rule"].startswith("CODE-")] == []
+    record = tmp_path / "sub/closed/ci/benchmarks/resnet-mini/implementations/ci-box"
+    info = json.loads((record / "implementation.json").read_text())
+    assert info["framework"] == "tensorflow" and "code/trainmark/reference/fashion_mnist_keras.py" in info["code_files"]
+    result = (tmp_path / "sub/closed/ci/results/ci-box/resnet-mini/result_1.txt").read_text()
+    assert '"key": "trainmark_framework", "value": "tensorflow"' in result
+    assert t["precision_used"] == "fp32"
+    # the trained Keras weights, loaded into the PyTorch reference, score the same on the same images
+    from safetensors.torch import load_file
+
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    ref = registry.for_rules(get_rules("resnet-mini"))
+    model = ref.build_model()
+    model.load_state_dict(load_file(tmp_path / "sub/closed/ci/results/ci-box/resnet-mini/trial_1/model.safetensors"))
+    model.eval()
+    correct, count = ref.evaluate(model, ref.load_data(tmp_path / "data"), torch.device("cpu"))
+    assert abs(correct / count - t["final_metric"]) <= 0.002  # 4 of the 2,000 images: float summation order
+
+
+@needs_tf
+@pytest.mark.parametrize("name", MINIS)
+def test_flops_per_step_agree_with_the_pytorch_count_within_2_percent(name):
+    from trainmark.harness.pytorch_backend import PyTorchBackend
+    from trainmark.harness.tensorflow_backend import TensorFlowBackend
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    rules = get_rules(name)
+    ref = registry.for_rules(rules)
+    hp = rules.defaults()
+    ours = TensorFlowBackend(torch.device("cpu"), "fp32").trainer(ref, None, hp, None, 1).flops_per_step
+    theirs = PyTorchBackend(torch.device("cpu"), "fp32").trainer(ref, ref.build_model, hp, None, 1).flops_per_step
+    assert abs(ours / theirs - 1) <= 0.02, (ours, theirs)
+
+
+@needs_tf
+def test_ops_times_tensorflow_kernels_with_the_shapes_flops():
+    from trainmark.harness import ops
+
+    small = [ops.Shape("mm", "matmul", {"m": 64, "n": 48, "k": 32}, "test shape"),
+             ops.Shape("conv", "conv2d", {"n": 2, "c": 8, "h": 9, "w": 9, "k": 4, "r": 3, "s": 3,
+                                          "stride": 2, "pad": 1}, "test shape")]
+    report = ops.run_ops("cpu", ["fp32"], quick=True, shapes=small, repeats=2, target_s=0.002, warmup_s=0.0,
+                         numpy_backend=False, framework="tensorflow")
+    rows = {(r["name"], r["pass"]): r for r in report["results"]}
+    assert set(rows) == {("mm", "fwd"), ("mm", "bwd"), ("conv", "fwd"), ("conv", "bwd")}
+    assert all(r["backend"] == "tensorflow" and r["tflops"] > 0 for r in rows.values())
+    assert rows[("mm", "fwd")]["flops"] == 2 * 64 * 48 * 32 == rows[("mm", "bwd")]["flops"] // 2
+    assert report["settings"]["framework"] == "tensorflow"
+    assert [s["op"] for s in report["skipped"]] == ["memory"]
+
+
+def test_ops_framework_not_installed_is_one_line(capsys, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorflow" else real(name, *a))
+    assert main(["ops", "--framework", "tensorflow", "--quick"]) != 0
+    assert "pip install -e '.[tensorflow]'" in capsys.readouterr().err
