@@ -13,7 +13,7 @@ kernels' L2 as ``kernel_regularizer``, ``jit_compile=False``: XLA is off on both
 Rounds alternate in ABBA order (plain, ours, ours, plain, ...); medians are compared. The issue's
 bound: ours at most 1.05x plain's time per step (ratio of samples/s >= 0.95).
 
-lstm-mini, named by issue 17 beside resnet-mini, has no Keras twin yet (``fashion_mnist_keras.MODELS``).
+lstm-mini, named by issue 17 beside resnet-mini, has no Keras twin yet (``keras_twins.fashion_mnist.MODELS``).
 """
 from __future__ import annotations
 

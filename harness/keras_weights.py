@@ -1,7 +1,7 @@
 """Keras weights in the PyTorch reference's names and layouts, and back: one canonical layout.
 
 A Keras layer named after a PyTorch module path (``layer2.0.conv1``, see
-reference/fashion_mnist_keras.py) holds that module's tensors in Keras' own layout. This module
+reference/keras_twins/fashion_mnist.py) holds that module's tensors in Keras' own layout. This module
 maps them onto the names, shapes and dtypes of the PyTorch ``state_dict``, so that a TensorFlow
 trial writes the same ``model.safetensors`` and the same parameter and buffer lists in
 ``structure.json`` as a PyTorch trial of the same model, and the checker's conformity check judges

@@ -5,10 +5,10 @@ The data path is the reference's own: the same batches, in the same order for a 
 augmentation as a PyTorch trial (converted to NHWC tensors inside the compiled step), so that a
 comparison of the two frameworks compares the frameworks. The recipe is the reference's: the same
 learning-rate factor per step (computed by the reference's own schedule function, once, into a table),
-SGD with Nesterov momentum, label smoothing, L2 on kernels only (reference/fashion_mnist_keras.py).
+SGD with Nesterov momentum, label smoothing, L2 on kernels only (reference/keras_twins/fashion_mnist.py).
 
 Scope today (issue 17): one process, fp32, the Fashion-MNIST minis that
-``trainmark.reference.fashion_mnist_keras.MODELS`` names. Anything else is a clear error.
+``trainmark.reference.keras_twins.fashion_mnist.MODELS`` names. Anything else is a clear error.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from trainmark.harness import keras_weights
 from trainmark.harness.distributed import Dist
 from trainmark.reference import fashion_mnist
 from trainmark.reference.fashion_mnist_classifier import warmup_hold_decay_to_zero
-from trainmark.reference.fashion_mnist_keras import MODELS
+from trainmark.reference.keras_twins.fashion_mnist import MODELS
 
 
 def keras_model(ref):

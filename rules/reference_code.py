@@ -78,7 +78,7 @@ def reference_modules(root_module: str) -> dict[str, Path]:
 
 # Frameworks besides PyTorch: the module that holds their twins of the references (``--framework``).
 # Its ``MODELS`` dict literal names the benchmarks it covers; it is read, never imported (no TensorFlow).
-TWINS = {"tensorflow": "trainmark.reference.fashion_mnist_keras"}
+TWINS = {"tensorflow": "trainmark.reference.keras_twins.fashion_mnist"}
 
 
 def released_key(benchmark: str, framework: str = "pytorch") -> str:

@@ -29,7 +29,8 @@ def test_framework_not_installed_is_one_line_and_writes_nothing(tmp_path, capsys
 
 def _pair(name):
     """(Keras twin, PyTorch reference) of a mini, each freshly initialised."""
-    from trainmark.reference import fashion_mnist_keras, registry
+    from trainmark.reference import registry
+    from trainmark.reference.keras_twins import fashion_mnist as fashion_mnist_keras
     from trainmark.rules import get_rules
 
     torch.manual_seed(0)
@@ -79,7 +80,7 @@ def test_a_changed_layer_is_named_by_the_conformity_check():
     from trainmark.checker.conformity import check_reference
     from trainmark.checker.findings import Findings
     from trainmark.harness import keras_weights
-    from trainmark.reference.fashion_mnist_keras import resnet_mini
+    from trainmark.reference.keras_twins.fashion_mnist import resnet_mini
 
     ref = structure.describe(_pair("resnet-mini")[1])
     wider = keras_weights.describe(resnet_mini(widths=(16, 48, 64, 128)))
@@ -135,7 +136,8 @@ def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, c
     assert [f for f in t["findings"] if f["rule"].startswith("CODE-")] == []
     record = tmp_path / "sub/closed/ci/benchmarks/resnet-mini/implementations/ci-box"
     info = json.loads((record / "implementation.json").read_text())
-    assert info["framework"] == "tensorflow" and "code/trainmark/reference/fashion_mnist_keras.py" in info["code_files"]
+    assert info["framework"] == "tensorflow"
+    assert "code/trainmark/reference/keras_twins/fashion_mnist.py" in info["code_files"]
     result = (tmp_path / "sub/closed/ci/results/ci-box/resnet-mini/result_1.txt").read_text()
     assert '"key": "trainmark_framework", "value": "tensorflow"' in result
     assert t["precision_used"] == "fp32"
