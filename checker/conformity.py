@@ -178,8 +178,9 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
     framework = record.value(mllog.FRAMEWORK) if record is not None and mllog.FRAMEWORK in record.points else None
     # another framework's layers are not PyTorch modules: its tensors, mapped onto the reference's names
     # and layouts, are what is compared (an unknown framework name gets the full PyTorch comparison)
-    kinds = structure.TENSOR_KINDS if framework == "tensorflow" else structure.ALL_KINDS
-    if (structure.same_tensors(desc, reference) if framework == "tensorflow"
+    tensors_only = framework == "tensorflow"
+    kinds = structure.TENSOR_KINDS if tensors_only else structure.ALL_KINDS
+    if (structure.same_tensors(desc, reference) if tensors_only
             else structure.fingerprint(desc) == reference["fingerprint"]):
         return
     differences = _ordered(structure.diff(reference, desc, limit=10**6, kinds=kinds))
