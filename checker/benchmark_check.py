@@ -262,7 +262,7 @@ def trial_summary(r: TrialRecord) -> dict[str, Any]:
     return {
         "trial": r.trial, "file": r.rel, "status": r.status, "converged": r.converged,
         "seed": r.value(mllog.SEED) if type(r.value(mllog.SEED)) is int else None, "epochs": r.epochs_trained,
-        "evaluations": r.epochs,
+        "evaluations": r.evaluations,
         "final_metric": r.final_metric, "train_time_s": r.train_time_s, "total_time_s": r.total_time_s,
         "eval_time_s": r.eval_time_s, "init_time_s": r.init_time_s, "time_reason": r.time_reason,
         "train_energy_j": r.train_energy_j, "total_energy_j": r.total_energy_j,

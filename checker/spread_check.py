@@ -20,7 +20,7 @@ def check_spread(records: list[TrialRecord], cv: float | None, other_load: dict[
     if bound is None or cv is None or cv <= bound:
         return
     converged = [r for r in records if r.converged]
-    epochs = [r.epochs for r in converged]
+    epochs = [r.epochs_trained for r in converged]
     causes = []
     busy = {k: v for k, v in other_load.items() if v is not None and v > BUSY_PCT}
     if busy:

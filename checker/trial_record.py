@@ -66,7 +66,8 @@ class TrialRecord:
         return status if isinstance(status, str) else None
 
     @property
-    def epochs(self) -> int:
+    def evaluations(self) -> int:
+        """Evaluations logged: fewer than the epochs when the rules evaluate every k epochs."""
         return len(self.evals)
 
 

@@ -108,7 +108,7 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
         if r.converged and type(batch) is int:  # a missing or non-integer batch is reported by HPARAM-002
             groups.setdefault(batch, []).append(r)
     for batch, group in sorted(groups.items()):
-        verdict = convergence.check(points, batch, [r.epochs for r in group])
+        verdict = convergence.check(points, batch, [r.epochs_trained for r in group])
         trials = ", ".join(str(r.trial) for r in group)
         where = f"trials {trials}: " if len(groups) > 1 else ""
         if verdict.ok is None:

@@ -44,6 +44,7 @@ class Backend(Protocol):
     name: str
     dist: Dist                   # this process's rank in the run (one rank: Dist())
 
+    def load_data(self, ref, rules, data_dir: Path) -> Any: ...   # the reference's data, as this framework reads it
     def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int) -> Trainer: ...
     def precision_label(self) -> str: ...
 

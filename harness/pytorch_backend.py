@@ -123,6 +123,10 @@ class PyTorchBackend:
     def __init__(self, device: torch.device, precision: str, dist: Dist = Dist()):
         self.device, self.precision, self.dist = device, precision, dist
 
+    def load_data(self, ref, rules, data_dir: Path):
+        """The reference's own loader (the rules' checksums were checked by the caller)."""
+        return ref.load_data(data_dir)
+
     def trainer(self, ref, build_model: Callable[[], nn.Module], hp: dict[str, Any], data, seed: int,
                 **options) -> PyTorchTrainer:
         return PyTorchTrainer(ref, build_model, hp, data, seed, self.device, self.precision, self.dist, **options)

@@ -402,7 +402,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     prep = prepare(opts)
     start_at, base_seed = resume(prep)
     rules, device, dist, bench_dir = prep.rules, prep.device, prep.dist, prep.bench_dir
-    data = prep.ref.load_data(prep.data_dir)
+    data = prep.backend.load_data(prep.ref, rules, prep.data_dir)
     if prep.ref.train_samples(data) < prep.hp["global_batch_size"]:  # else every epoch ran 0 steps and the run exited 0
         raise UserError(f"global batch size {prep.hp['global_batch_size']} is larger than the "
                         f"{prep.ref.train_samples(data)} training samples: no training step would run "

@@ -7,6 +7,9 @@ comparison of the two frameworks compares the frameworks. The recipe is the refe
 learning-rate factor per step (computed by the reference's own schedule function, once, into a table),
 SGD with Nesterov momentum, label smoothing, L2 on kernels only (reference/keras_twins/fashion_mnist.py).
 
+The data come through tensorflow-datasets (reference/tfds_builders/fashion_mnist.py): the same arrays
+in the same order as the PyTorch reference's loader, so the batches above are unchanged.
+
 Scope today (issue 17): one process, fp32, the Fashion-MNIST minis that
 ``trainmark.reference.keras_twins.fashion_mnist.MODELS`` names. Anything else is a clear error.
 """
@@ -28,11 +31,16 @@ from trainmark.reference.fashion_mnist_classifier import warmup_hold_decay_to_ze
 from trainmark.reference.keras_twins.fashion_mnist import MODELS
 
 
-def keras_model(ref):
-    """The Keras twin of a reference, or a UserError naming the benchmarks that have one."""
+def require_twin(ref) -> None:
+    """A UserError naming the benchmarks that have a Keras twin, unless ``ref`` is one of them."""
     if ref.name not in MODELS:
         raise UserError(f"--framework tensorflow: {ref.name} has no TensorFlow reference yet "
                         f"(available: {', '.join(sorted(MODELS))})")
+
+
+def keras_model(ref):
+    """The Keras twin of a reference."""
+    require_twin(ref)
     return MODELS[ref.name](ref.num_classes)
 
 
@@ -188,6 +196,14 @@ class TensorFlowBackend:
         if getattr(device, "type", str(device)) != "cpu":
             raise UserError("--framework tensorflow: only --device cpu for now")
         self.device, self.precision, self.dist = device, precision, dist
+
+    def load_data(self, ref, rules, data_dir: Path):
+        """Fashion-MNIST through tensorflow-datasets (reference/tfds_builders/fashion_mnist.py): the same
+        arrays, in the same order, as the PyTorch reference's loader returns."""
+        require_twin(ref)
+        from trainmark.reference.tfds_builders import fashion_mnist as tfds_fashion_mnist
+
+        return tfds_fashion_mnist.load(Path(data_dir), rules.dataset["files"])
 
     def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
                 **options) -> TensorFlowTrainer:

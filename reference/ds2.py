@@ -42,6 +42,14 @@ def pad_batch(waves: list[np.ndarray], labels: list[list[int]]) -> tuple[torch.T
     return out, samples, targets, target_lens
 
 
+def hold_then_decay(step: int, warmup: int, hold: int, decay: int, final: float) -> float:
+    """recipe.warmup_linear_decay with the peak held from ``warmup`` to ``hold`` steps: the decay
+    runs from ``hold`` to ``decay``, where the factor reaches ``final`` and stays."""
+    if step < hold:
+        return recipe.warmup_linear_decay(step, warmup, hold + 1, 1.0)
+    return recipe.warmup_linear_decay(step - hold + warmup, warmup, decay - hold + warmup, final)
+
+
 class DS2Reference(Reference):
     """What both sizes share; a subclass fixes features, model size, data and batching."""
 
@@ -112,7 +120,18 @@ class DS2Reference(Reference):
                           zero_infinity=True)
 
     def make_optimizer(self, model, hp: dict[str, Any], steps_per_epoch: int):
-        return recipe.clipped_adam(model, hp, steps_per_epoch)
+        """recipe.clipped_adam, its rate held at the peak from the end of the warm-up to
+        ``opt_learning_rate_decay_start_epochs`` (0: no hold) before the linear decay. The hold
+        lives here, not in recipe.py, whose released code lstm-mini and transformer-mini share."""
+        opt, sched = recipe.clipped_adam(model, hp, steps_per_epoch)
+        hold = int(round(hp.get("opt_learning_rate_decay_start_epochs", 0) * steps_per_epoch))
+        if hold > 0:
+            warmup = int(hp["opt_learning_rate_warmup_steps"])
+            hold = max(hold, warmup)
+            decay = max(int(round(hp["opt_learning_rate_decay_epochs"] * steps_per_epoch)), hold + 1)
+            final = float(hp["opt_learning_rate_final_factor"])
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: hold_then_decay(s, warmup, hold, decay, final))
+        return opt, sched
 
     def words(self, ids: list[int]) -> str:
         raise NotImplementedError

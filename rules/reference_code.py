@@ -79,6 +79,8 @@ def reference_modules(root_module: str) -> dict[str, Path]:
 # Frameworks besides PyTorch: the module that holds their twins of the references (``--framework``).
 # Its ``MODELS`` dict literal names the benchmarks it covers; it is read, never imported (no TensorFlow).
 TWINS = {"tensorflow": "trainmark.reference.keras_twins.fashion_mnist"}
+# ... and the modules that read the twins' data (tensorflow-datasets builders), part of the same record
+TWIN_DATA = {"tensorflow": ("trainmark.reference.tfds_builders.fashion_mnist",)}
 
 
 def released_key(benchmark: str, framework: str = "pytorch") -> str:
@@ -98,10 +100,11 @@ def twin_benchmarks(framework: str) -> set[str]:
 
 def reference_sources(rules: BenchmarkRules, framework: str = "pytorch") -> dict[str, Path]:
     """Record path -> source file of a benchmark's released reference code (modules and rule file);
-    under another framework, also its twin's module and what that imports."""
+    under another framework, also its twin's module, its data builders and what those import."""
     from trainmark.reference import registry
 
-    roots = [type(registry.for_rules(rules)).__module__, *([TWINS[framework]] if framework in TWINS else [])]
+    roots = [type(registry.for_rules(rules)).__module__,
+             *([TWINS[framework], *TWIN_DATA.get(framework, ())] if framework in TWINS else [])]
     sources = {module_path(name, path): path for root in roots for name, path in reference_modules(root).items()}
     sources[f"code/rules/{rules.version}/{rules.name}.yaml"] = rules.path
     return sources

@@ -395,6 +395,24 @@ def test_converge_001_closed_submission_too_fast(tmp_path):
     assert finding.severity == "error" and report.exit_code == 1 and finding.seen == "3.00"
 
 
+def test_converge_001_counts_epochs_not_evaluations(tmp_path):
+    """ds2-mini evaluates every second epoch: a trial that meets the target at the evaluation after
+    epoch 4 needed 4 epochs, as every reference seed did, though it logged 2 evaluations."""
+    rules = get_rules("ds2-mini")
+    assert rules.evaluation["every_epochs"] == 2 and set(rules.convergence["points"][0]["epochs_to_target"]) == {4}
+    plans = [synthetic.TrialPlan(seed=2000 + k, metrics=[0.09, 0.03, 0.02, 0.005], epoch_s=38.0 + k, eval_every=2)
+             for k in range(1, 6)]
+    synthetic.write_submission(tmp_path, rules, synthetic.tiny_reference_model(), plans=plans)
+    report = check_path(tmp_path, TINY)
+    assert not [f for f in report.findings if f.rule.startswith(("CONVERGE", "SPREAD", "EPOCHLOG", "AGREE"))], \
+        [f"{f.rule}: {f.message}" for f in report.findings]
+    plans = [synthetic.TrialPlan(seed=2000 + k, metrics=[0.09, 0.005], epoch_s=38.0 + k, eval_every=2)
+             for k in range(1, 6)]  # the same 2 evaluations after 2 epochs: faster than the reference allows
+    synthetic.write_submission(tmp_path / "fast", rules, synthetic.tiny_reference_model(), plans=plans)
+    assert assert_finding(check_path(tmp_path / "fast", TINY), "CONVERGE-001", BENCH.replace("resnet-mini", "ds2-mini"),
+                          None).seen == "2.00"
+
+
 def test_converge_002_batch_size_without_reference_is_a_warning(root):
     for k in range(1, 6):
         synthetic.edit_mllog(result_file(root, k), "global_batch_size", lambda r: {**r, "value": 1024})

@@ -139,6 +139,35 @@ def test_librispeech_reader_on_a_flac_fixture(tmp_path):
         ref.load_data(tmp_path / "nowhere")
 
 
+def test_the_rate_warms_up_holds_its_peak_then_decays_to_the_final_factor():
+    from trainmark.reference.ds2 import hold_then_decay
+
+    f = [hold_then_decay(s, 4, 10, 20, 0.0) for s in range(24)]
+    assert f[:4] == [0.25, 0.5, 0.75, 1.0]                        # warm-up over 4 steps
+    assert f[4:11] == [1.0] * 7                                   # the peak held to step 10
+    assert all(a > b for a, b in zip(f[10:21], f[11:21]))          # then strictly down ...
+    assert f[15] == 0.5 and f[20:] == [0.0] * 4                    # ... linearly, to 0 at step 20, and stays
+    assert hold_then_decay(25, 0, 10, 20, 0.25) == 0.25            # a final factor is kept after the decay
+
+
+def test_ds2_mini_optimizer_follows_the_rules_schedule():
+    ref = registry.get("ds2-mini")
+    hp = get_rules("ds2-mini").defaults()
+    model = torch.nn.Linear(2, 2)
+    steps = 2000 // hp["global_batch_size"]  # 62: an epoch of 2,000 utterances
+    opt, sched = ref.make_optimizer(model, hp, steps_per_epoch=steps)
+    rates = []
+    for _ in range(steps * hp["opt_learning_rate_decay_epochs"] + 2):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    peak, hold = hp["opt_base_learning_rate"], steps * hp["opt_learning_rate_decay_start_epochs"]
+    assert rates[0] < peak / 10 and max(rates) == pytest.approx(peak)   # warmed up, never above the peak
+    assert rates[hold - 1] == pytest.approx(peak)
+    assert rates[-1] == pytest.approx(peak * hp["opt_learning_rate_final_factor"])
+    assert rates[hold + 1] < peak
+
+
 def test_length_buckets_cover_each_item_once_and_group_similar_lengths():
     lengths = torch.randint(100, 10_000, (1000,), generator=torch.Generator().manual_seed(0))
     per_rank = [length_buckets(lengths, 8, r, 2, torch.Generator().manual_seed(3), group_batches=10) for r in (0, 1)]

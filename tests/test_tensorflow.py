@@ -124,13 +124,58 @@ def _subset_rules(dest):
     return _rules_with_hashes(dest / "rules", dest / "src")
 
 
+def _pinned_subset(tmp_path):
+    """tests/vision_mini_run.py's Fashion-MNIST subset, and its files' SHA-256 as a rule file pins them."""
+    from vision_mini_run import needs_fashion_mnist, write_subset
+
+    from trainmark.digest import sha256_file
+
+    if needs_fashion_mnist.args[0]:
+        pytest.skip(needs_fashion_mnist.kwargs["reason"])
+    folder = write_subset(tmp_path / "data")
+    return folder, {p.name: sha256_file(p) for p in sorted(folder.iterdir())}
+
+
+@needs_tf
+def test_tfds_fashion_mnist_is_the_reference_data_in_the_same_order(tmp_path):
+    from trainmark.reference import fashion_mnist
+    from trainmark.reference.tfds_builders import fashion_mnist as tfds_fashion_mnist
+
+    folder, files = _pinned_subset(tmp_path)
+    ours, ref = tfds_fashion_mnist.load(folder, files, tmp_path / "tfds"), fashion_mnist.load(folder)
+    for key in fashion_mnist.FILES:
+        assert torch.equal(getattr(ours, key), getattr(ref, key)), key
+    built = tmp_path / "tfds" / "trainmark_fashion_mnist" / tfds_fashion_mnist.config_for(files).name / "1.0.0"
+    info = json.loads((built / "dataset_info.json").read_text())
+    assert {s["name"]: int(s["shardLengths"][0]) for s in info["splits"]} == {"train": 12_000, "test": 2_000}
+    assert info["disableShuffling"] is True
+    # a second load reads the built dataset and does not rebuild it
+    stamp = (built / "dataset_info.json").stat().st_mtime_ns
+    assert torch.equal(tfds_fashion_mnist.load(folder, files, tmp_path / "tfds").eval_labels, ref.eval_labels)
+    assert (built / "dataset_info.json").stat().st_mtime_ns == stamp
+
+
+@needs_tf
+def test_tfds_fashion_mnist_refuses_a_file_the_rules_do_not_pin(tmp_path):
+    from trainmark.errors import UserError
+    from trainmark.reference.tfds_builders import fashion_mnist as tfds_fashion_mnist
+
+    folder, files = _pinned_subset(tmp_path)
+    files["t10k-labels-idx1-ubyte"] = "0" * 64
+    with pytest.raises(UserError, match=r"t10k-labels-idx1-ubyte: sha256 .*rules say 0000"):
+        tfds_fashion_mnist.load(folder, files, tmp_path / "tfds")
+    built = tmp_path / "tfds" / "trainmark_fashion_mnist" / tfds_fashion_mnist.config_for(files).name / "1.0.0"
+    assert not built.exists()  # nothing half-built is left to be read next time
+
+
 @needs_tf
 @pytest.mark.slow
-def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys):
+def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
     from vision_mini_run import needs_fashion_mnist, run_then_check
 
     if needs_fashion_mnist.args[0]:
         pytest.skip(needs_fashion_mnist.kwargs["reason"])
+    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
     rules = _subset_rules(tmp_path)  # released hashes: the record is compared with resnet-mini@tensorflow
     t = run_then_check("resnet-mini", tmp_path, capsys, "--framework", "tensorflow", rules=rules)
     assert [f for f in t["findings"] if f["rule"].startswith("CODE-")] == []
@@ -138,6 +183,8 @@ def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, c
     info = json.loads((record / "implementation.json").read_text())
     assert info["framework"] == "tensorflow"
     assert "code/trainmark/reference/keras_twins/fashion_mnist.py" in info["code_files"]
+    assert "code/trainmark/reference/tfds_builders/fashion_mnist.py" in info["code_files"]
+    assert list((tmp_path / "tfds" / "trainmark_fashion_mnist").iterdir())  # the data came through tfds
     result = (tmp_path / "sub/closed/ci/results/ci-box/resnet-mini/result_1.txt").read_text()
     assert '"key": "trainmark_framework", "value": "tensorflow"' in result
     assert t["precision_used"] == "fp32"

@@ -79,7 +79,7 @@ def resnet_mini(num_classes: int = 10, widths: tuple[int, ...] = RESNET_WIDTHS) 
 
 
 def vgg_mini(num_classes: int = 10, config=VGG_CONFIG) -> keras.Model:
-    """reference/vgg_mini.py in Keras: make_layers(batch_norm=False) numbering, global pool, one Linear."""
+    """reference/vgg_mini.py in Keras: make_layers(batch_norm=True) numbering, global pool, one Linear."""
     inputs = keras.Input((28, 28, 1))
     x, index = inputs, 0
     for v in config:
@@ -87,8 +87,9 @@ def vgg_mini(num_classes: int = 10, config=VGG_CONFIG) -> keras.Model:
             x = layers.MaxPooling2D(2)(x)
             index += 1
             continue
-        x = layers.ReLU()(_conv(x, v, 3, 1, f"features.{index}", bias=True))
-        index += 2  # Conv2d, ReLU
+        x = _conv(x, v, 3, 1, f"features.{index}", bias=True)
+        x = layers.ReLU()(layers.BatchNormalization(**BN, name=f"features.{index + 1}")(x))
+        index += 3  # Conv2d, BatchNorm2d, ReLU
     x = layers.GlobalAveragePooling2D()(x)
     head = layers.Dense(num_classes, name="classifier", kernel_initializer=keras.initializers.RandomNormal(0, 0.01),
                         bias_initializer="zeros")
