@@ -99,6 +99,7 @@ def tfds_dir(path: Path | None = None) -> Path:
 def load(folder: Path, files: dict[str, str | None], data_dir: Path | None = None) -> fashion_mnist.FashionMNIST:
     """The rules' Fashion-MNIST through tfds: built once into ``data_dir`` (or $TRAINMARK_TFDS_DIR,
     or data/tfds), then read back whole, as ``fashion_mnist.load`` returns it."""
+    tfds.disable_progress_bar()  # the harness draws its own; tfds's bars would break --quiet's output
     builder = TrainmarkFashionMnist(data_dir=str(tfds_dir(data_dir)), config=config_for(files))
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(folder)))
     split = {name: tfds.as_numpy(builder.as_dataset(split=name, batch_size=-1, shuffle_files=False))
