@@ -413,6 +413,21 @@ def test_converge_001_counts_epochs_not_evaluations(tmp_path):
                           None).seen == "2.00"
 
 
+def test_a_log_without_epoch_stops_cannot_pass_as_converged(tmp_path):
+    """The convergence check counts epoch_stop events: a log that drops them (and names an epoch NaN)
+    is refused with errors, not scored as a fast trial."""
+    rules = get_rules("ds2-mini")
+    plans = [synthetic.TrialPlan(seed=2000 + k, metrics=[0.09, 0.03, 0.02, 0.005], epoch_s=38.0 + k, eval_every=2)
+             for k in range(1, 6)]
+    synthetic.write_submission(tmp_path, rules, synthetic.tiny_reference_model(), plans=plans)
+    log = next(tmp_path.rglob("result_1.txt"))
+    lines = [line for line in log.read_text().splitlines() if '"epoch_stop"' not in line]
+    log.write_text("\n".join(lines).replace('"epoch_num": 2', '"epoch_num": NaN', 1) + "\n")
+    report = check_path(tmp_path, TINY)
+    errors = {f.rule for f in report.findings if f.severity == "error"}
+    assert report.exit_code == 1 and {"MLLOG-002", "MLLOG-007"} <= errors, errors
+
+
 def test_converge_002_batch_size_without_reference_is_a_warning(root):
     for k in range(1, 6):
         synthetic.edit_mllog(result_file(root, k), "global_batch_size", lambda r: {**r, "value": 1024})
