@@ -1,6 +1,7 @@
 """Curve conformity (CURVE-*): does each trial's metric, epoch by epoch, stay inside the reference band?
 
-The rules' ``curve_band`` carries, per reference implementation, global batch size and precision,
+The rules' ``curve_band`` carries, per reference implementation (the PyTorch reference's id, or
+``id@framework`` for a twin: ``reference_code.implementation_of``), global batch size and precision,
 the lowest and highest metric the calibration trials reached after each epoch, and a tolerance
 in the metric's own unit. A trial of the closed division (which must train the reference
 implementation) whose metric leaves that band by more than the tolerance gets one finding, at
@@ -16,6 +17,7 @@ from typing import Any
 from trainmark.checker.catalog import CURVE_001, CURVE_002
 from trainmark.checker.findings import Findings
 from trainmark.checker.trial_record import TrialRecord
+from trainmark.rules.reference_code import implementation_of
 from trainmark.rules.ruleset import BenchmarkRules
 
 from trainmark.format import mllog
@@ -23,10 +25,12 @@ from trainmark.format import mllog
 RULE_OF_SEVERITY = {"warning": CURVE_001, "error": CURVE_002}
 
 
-def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: Any) -> dict[int, tuple[float, float]]:
-    """``{epoch: (low, high)}`` of the reference band for this batch size and precision ({} when none)."""
+def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: Any,
+             framework: object = None) -> dict[int, tuple[float, float]]:
+    """``{epoch: (low, high)}`` of the reference band for this batch size, precision and framework's
+    implementation (``resnet-mini``, ``resnet-mini@tensorflow``); {} when there is none."""
     spec = (rules.data.get("curve_band") if rules is not None else None) or {}
-    implementation = rules.data["reference_model"]["id"] if rules is not None else None
+    implementation = implementation_of(rules, framework) if rules is not None else None
     for band in spec.get("bands", []):
         if band["implementation"] == implementation and band["global_batch_size"] == global_batch_size \
                 and band["precision"] == precision:
@@ -46,7 +50,8 @@ def check_curves(records: list[TrialRecord], rules: BenchmarkRules, division: st
     tolerance = float(spec["tolerance"])
     rule_id = RULE_OF_SEVERITY[spec.get("severity", "warning")]
     for record in records:
-        band = band_for(rules, record.value("global_batch_size"), record.value(mllog.PRECISION))
+        band = band_for(rules, record.value("global_batch_size"), record.value(mllog.PRECISION),
+                        record.value(mllog.FRAMEWORK))
         if not band:
             continue
         left = [(ev, band[ev.epoch]) for ev in record.evals

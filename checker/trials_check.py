@@ -17,6 +17,7 @@ from trainmark.checker.catalog import (
 from trainmark.checker.findings import Findings
 from trainmark.checker.trial_record import TrialRecord
 from trainmark.rules import convergence
+from trainmark.rules.reference_code import implementation_of
 from trainmark.rules.ruleset import BenchmarkRules
 
 from trainmark.format import mllog
@@ -99,15 +100,20 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
     ``global_batch_size`` and every group is checked, so a changed batch in one trial cannot hide
     the others (mixed settings are themselves a finding of ``check_same_settings``).
     """
-    points = rules.convergence["points"]
-    if division != "closed" or not points:
+    if division != "closed" or not rules.convergence["points"]:
         return
-    groups: dict[int, list[TrialRecord]] = {}
+    groups: dict[tuple[str, int], list[TrialRecord]] = {}
     for r in records:
         batch = r.value("global_batch_size")
         if r.converged and type(batch) is int:  # a missing or non-integer batch is reported by HPARAM-002
-            groups.setdefault(batch, []).append(r)
-    for batch, group in sorted(groups.items()):
+            groups.setdefault((implementation_of(rules, r.value(mllog.FRAMEWORK)), batch), []).append(r)
+    for (implementation, batch), group in sorted(groups.items()):
+        points = points_of(rules, implementation)
+        if not points:
+            findings.add(CONVERGE_002, folder_rel, f"no reference convergence points for {implementation}: "
+                         "its epochs to target are not verified",
+                         expected=f"points of {', '.join(sorted(implementations(rules)))}", seen=implementation)
+            continue
         verdict = convergence.check(points, batch, [r.epochs_trained for r in group])
         trials = ", ".join(str(r.trial) for r in group)
         where = f"trials {trials}: " if len(groups) > 1 else ""
@@ -120,6 +126,17 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
             findings.add(CONVERGE_001, folder_rel, where + verdict.message,
                          expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
                          seen=f"{verdict.submission_mean:.2f}")
+
+
+def points_of(rules: BenchmarkRules, implementation: str) -> list[dict]:
+    """The rules' convergence points of one implementation (a point without one is the PyTorch reference's)."""
+    default = implementation_of(rules, None)
+    return [p for p in rules.convergence["points"] if p.get("implementation", default) == implementation]
+
+
+def implementations(rules: BenchmarkRules) -> set[str]:
+    default = implementation_of(rules, None)
+    return {p.get("implementation", default) for p in rules.convergence["points"]}
 
 
 def trial_settings(record: TrialRecord, rules: BenchmarkRules) -> dict[str, object]:

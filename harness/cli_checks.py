@@ -99,6 +99,7 @@ def sweep_args(args) -> None:
     if args.warmup_steps is not None and args.warmup_steps < 0:
         raise UserError(f"--warmup-steps {args.warmup_steps}: must be at least 0")
     rules_dir(args.rules_dir)
+    framework.available(args.framework)
     writable_folder(args.out, "--out")
 
 

@@ -10,7 +10,13 @@ both against one reference structure. ``load`` is the inverse (the weight-transf
 Layouts: a Conv2D kernel is (kh, kw, in, out), PyTorch's (out, in, kh, kw); a Dense kernel
 (in, out), PyTorch's (out, in); batch norm's gamma, beta, moving mean and moving variance are
 PyTorch's weight, bias, running_mean and running_var, and PyTorch's ``num_batches_tracked``
-buffer counts the training steps (Keras keeps no such counter).
+buffer counts the training steps (Keras keeps no such counter); layer norm's gamma and beta are
+weight and bias, an Embedding's table is weight; a MultiHeadAttention's query, key and value kernels
+(in, heads, head size) are the three row blocks of ``nn.MultiheadAttention``'s packed in_proj_weight
+(3 x heads x head size, in), its output kernel (heads, head size, out) is out_proj.weight transposed;
+a Bidirectional GRU (``reset_after``: PyTorch's formula) holds nn.GRU's weights with the gate blocks in
+Keras' order (update, reset, candidate; PyTorch's is reset, update, candidate) and both biases in one
+(2, 3 x hidden) array, the backward direction's as the ``_reverse`` tensors.
 """
 from __future__ import annotations
 
@@ -25,46 +31,114 @@ _LAYOUT = {
     "BatchNormalization": (("gamma", "weight", None, True), ("beta", "bias", None, True),
                            ("moving_mean", "running_mean", None, False),
                            ("moving_variance", "running_var", None, False)),
+    "LayerNormalization": (("gamma", "weight", None, True), ("beta", "bias", None, True)),
+    "Embedding": (("embeddings", "weight", None, True),),
 }
+_ATTENTION = ("query", "key", "value")
+_DIRECTIONS = (("forward", ""), ("backward", "_reverse"))  # Keras' Bidirectional -> nn.GRU's suffixes
 
 
-def _slots(model):
-    """(layer, Keras weight variable, PyTorch name, axes, is a parameter) for every weight, in layer order."""
-    for layer in model.layers:
-        kind = type(layer).__name__
-        if not layer.weights:
-            continue
-        if kind not in _LAYOUT:
-            raise ValueError(f"layer {layer.name!r} ({kind}) has no canonical layout")
-        by_name = {w.path.rsplit("/", 1)[-1]: w for w in layer.weights}
-        for keras_name, suffix, axes, is_param in _LAYOUT[kind]:
-            if keras_name in by_name:
-                yield layer, by_name[keras_name], f"{layer.name}.{suffix}", axes, is_param
+def _gates(array: np.ndarray) -> np.ndarray:
+    """Keras' GRU gate blocks (update z, reset r, candidate) <-> PyTorch's (r, z, n), along axis 0."""
+    z, r, n = np.split(array, 3)
+    return np.concatenate([r, z, n])
+
+
+def _weights(layer) -> dict[str, object]:
+    """A layer's weight variables by their path below the layer (``kernel``, ``query/kernel``)."""
+    return {w.path.split(f"{layer.name}/", 1)[-1]: w for w in layer.weights}
+
+
+def _to_torch(layer) -> tuple[dict[str, np.ndarray], list[str]]:
+    """(PyTorch suffix -> array, the suffixes that are parameters) of one Keras layer."""
+    kind, weights = type(layer).__name__, _weights(layer)
+    if kind == "MultiHeadAttention":  # nn.MultiheadAttention packs q, k and v: in_proj_weight [3d, d]
+        get = lambda key: np.asarray(weights[key].numpy())  # noqa: E731
+        d_in = get("query/kernel").shape[0]
+        out = {"in_proj_weight": np.concatenate([get(f"{p}/kernel").reshape(d_in, -1).T for p in _ATTENTION]),
+               "in_proj_bias": np.concatenate([get(f"{p}/bias").reshape(-1) for p in _ATTENTION])}
+        kernel = get("attention_output/kernel")
+        out["out_proj.weight"] = kernel.reshape(-1, kernel.shape[-1]).T
+        out["out_proj.bias"] = get("attention_output/bias")
+        return out, list(out)
+    if kind == "Bidirectional":  # of a GRU (reset_after, as nn.GRU): kernel [in, 3H], bias [input, recurrent]
+        out = {}
+        for direction, end in _DIRECTIONS:
+            get = lambda key: np.asarray(_direction(weights, direction, key).numpy())  # noqa: E731
+            out[f"weight_ih_l0{end}"] = _gates(get("kernel").T)
+            out[f"weight_hh_l0{end}"] = _gates(get("recurrent_kernel").T)
+            out[f"bias_ih_l0{end}"], out[f"bias_hh_l0{end}"] = (_gates(b) for b in get("bias"))
+        return out, list(out)
+    if kind not in _LAYOUT:
+        raise ValueError(f"layer {layer.name!r} ({kind}) has no canonical layout")
+    out, params = {}, []
+    for keras_name, suffix, axes, is_param in _LAYOUT[kind]:
+        if keras_name in weights:
+            value = np.asarray(weights[keras_name].numpy())
+            out[suffix] = value.transpose(axes) if axes else value
+            params += [suffix] if is_param else []
+    return out, params
+
+
+def _from_torch(layer, get) -> None:
+    """Assign one Keras layer's weights from ``get(suffix)``, PyTorch-layout arrays."""
+    kind, weights = type(layer).__name__, _weights(layer)
+    if kind == "MultiHeadAttention":
+        packed_w, packed_b = np.split(get("in_proj_weight"), 3), np.split(get("in_proj_bias"), 3)
+        for p, w, b in zip(_ATTENTION, packed_w, packed_b):
+            _assign(weights[f"{p}/kernel"], w.T, layer.name)
+            _assign(weights[f"{p}/bias"], b, layer.name)
+        _assign(weights["attention_output/kernel"], get("out_proj.weight").T, layer.name)
+        _assign(weights["attention_output/bias"], get("out_proj.bias"), layer.name)
+        return
+    if kind == "Bidirectional":
+        for direction, end in _DIRECTIONS:
+            _assign(_direction(weights, direction, "kernel"), _gates(get(f"weight_ih_l0{end}")).T, layer.name)
+            _assign(_direction(weights, direction, "recurrent_kernel"), _gates(get(f"weight_hh_l0{end}")).T,
+                    layer.name)
+            _assign(_direction(weights, direction, "bias"),
+                    np.stack([_gates(get(f"bias_ih_l0{end}")), _gates(get(f"bias_hh_l0{end}"))]), layer.name)
+        return
+    for keras_name, suffix, axes, _ in _LAYOUT[kind]:
+        if keras_name in weights:
+            value = get(suffix)
+            _assign(weights[keras_name], value.transpose(np.argsort(axes)) if axes else value, layer.name)
+
+
+def _direction(weights: dict, direction: str, name: str):
+    """One direction's weight of a Bidirectional layer (``forward_gru/gru_cell/kernel``)."""
+    (match,) = [w for key, w in weights.items() if key.startswith(direction) and key.rsplit("/", 1)[-1] == name]
+    return match
+
+
+def _assign(weight, value: np.ndarray, name: str) -> None:
+    """``weight.assign(value)``, reshaped to Keras' shape when only the grouping differs (heads)."""
+    if int(np.prod(value.shape)) != int(np.prod(weight.shape)):
+        raise ValueError(f"{name}: shape {list(value.shape)} does not fit Keras' {list(weight.shape)}")
+    weight.assign(np.ascontiguousarray(value).reshape(tuple(weight.shape)))
 
 
 def tensors(model, steps: int = 0) -> tuple[dict[str, np.ndarray], list[str]]:
     """(name -> array in PyTorch's layout, the names that are parameters), in PyTorch's order per layer."""
     out: dict[str, np.ndarray] = {}
     params: list[str] = []
-    for layer, weight, name, axes, is_param in _slots(model):
-        value = np.asarray(weight.numpy())
-        out[name] = np.ascontiguousarray(value.transpose(axes) if axes else value)
-        if is_param:
-            params.append(name)
-        if name.endswith(".running_var"):
+    for layer in model.layers:
+        if not layer.weights:
+            continue
+        arrays, layer_params = _to_torch(layer)
+        for suffix, value in arrays.items():
+            out[f"{layer.name}.{suffix}"] = np.ascontiguousarray(value)
+        params += [f"{layer.name}.{s}" for s in layer_params]
+        if "running_var" in arrays:
             out[f"{layer.name}.num_batches_tracked"] = np.array(steps, dtype=np.int64)
     return out, params
 
 
 def load(model, state: dict[str, np.ndarray]) -> None:
     """Set a Keras model's weights from PyTorch-layout arrays (a ``state_dict`` as numpy)."""
-    for _layer, weight, name, axes, _ in _slots(model):
-        value = np.asarray(state[name])
-        if axes:
-            value = value.transpose(np.argsort(axes))
-        if tuple(value.shape) != tuple(weight.shape):
-            raise ValueError(f"{name}: shape {list(value.shape)} does not fit Keras' {list(weight.shape)}")
-        weight.assign(value)
+    for layer in model.layers:
+        if layer.weights:
+            _from_torch(layer, lambda suffix: np.asarray(state[f"{layer.name}.{suffix}"]))
 
 
 def describe(model) -> dict:

@@ -55,10 +55,13 @@ def register(sub) -> None:
     p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
     p.add_argument("--batch-sizes", help="comma-separated (default: 1/4, 1/2, 1 and 2 x the rules' batch size)")
-    p.add_argument("--precisions", default="fp32,amp", help="fp32 and/or amp (default: %(default)s)")
+    p.add_argument("--precisions", help="fp32 and/or amp (default: fp32,amp; under tensorflow: fp32)")
     p.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
                    help="synthetic: one device-resident batch (no input pipeline); real: the dataset")
     p.add_argument("--data-dir", type=Path, help="dataset folder for --data real")
+    p.add_argument("--framework", choices=list(BACKENDS), default="pytorch",
+                   help="the framework whose training step is timed (default: %(default)s; tensorflow: "
+                        "fp32 on CPU, docs/frameworks.md)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per point (default: %(default)s)")
     p.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default: %(default)s)")
     p.add_argument("--min-seconds", type=float, help="time each point at least this long "
@@ -150,7 +153,10 @@ def cmd_sweep(args) -> int:
     base = int(hp["global_batch_size"])
     batch_sizes = (_ints(args.batch_sizes, "--batch-sizes") if args.batch_sizes is not None
                    else sorted({max(1, base // 4), max(1, base // 2), base, base * 2}))
-    precisions = _csv(args.precisions)
+    precisions = _csv(args.precisions if args.precisions is not None
+                      else "fp32" if args.framework == "tensorflow" else "fp32,amp")
+    if args.framework == "tensorflow" and precisions != ["fp32"]:
+        raise UserError("--framework tensorflow: only --precisions fp32 for now (docs/frameworks.md)")
     if not precisions or set(precisions) - {"fp32", "amp"}:
         raise UserError(f"--precisions {args.precisions!r}: use fp32 and/or amp")
     not_allowed = [p for p in precisions if p not in rules.precisions]
@@ -166,17 +172,23 @@ def cmd_sweep(args) -> int:
     data = None
     if args.data == "real":
         from trainmark.rules.datasets import resolve_data_dir
-        data = ref.load_data(resolve_data_dir(rules, args.data_dir))
+        data_dir = resolve_data_dir(rules, args.data_dir)
+        if args.framework == "pytorch":
+            data = ref.load_data(data_dir)
+        else:  # the framework's own data path (tensorflow-datasets), as its runs read the data
+            from trainmark.harness import framework
+            data = framework.backend(args.framework, device, "fp32").load_data(ref, rules, data_dir)
     settings = sweep.SweepSettings(
         batch_sizes=batch_sizes, precisions=precisions, data=args.data, warmup_steps=args.warmup_steps,
         steps=args.steps, min_seconds=args.min_seconds if args.min_seconds is not None
-        else (2.0 if device.type == "cuda" else 0.0), oom_search=args.oom_search, max_batch=args.max_batch)
+        else (2.0 if device.type == "cuda" else 0.0), oom_search=args.oom_search, max_batch=args.max_batch,
+        framework=args.framework)
     ceilings = load_ceilings(args.ceilings) if args.ceilings else None
     meter = energy.open_meter(str(device), args.energy_estimate_watts)
     cap = (oom.cuda_memory_limit(int(args.memory_limit_gb * 2**30), device) if args.memory_limit_gb
            else contextlib.nullcontext())
     from trainmark.harness.sweep_report import format_summary
-    print(f"sweep {rules.name} on {device}: batch sizes {batch_sizes}, precisions {precisions}, "
+    print(f"sweep {rules.name} ({args.framework}) on {device}: batch sizes {batch_sizes}, precisions {precisions}, "
           f"{args.data} data; energy: {meter.method}" + (f" ({meter.reason})" if meter.reason else ""), flush=True)
 
     def progress(p):

@@ -65,7 +65,11 @@ class PyTorchTrainer:
         self._nonfinite = torch.zeros((), dtype=torch.bool, device=self.device)
         for batch in self.ref.train_batches(self.data, epoch, self.local_batch, self.generator,
                                             self.dist.rank, self.dist.world):
-            yield self.ref.to_device(batch, self.device, train=True)
+            yield self.prepare(batch)
+
+    def prepare(self, batch: Any) -> Any:
+        """A batch as ``train_batches`` yields it, as ``step`` takes it: on the device."""
+        return self.ref.to_device(batch, self.device, train=True)
 
     def step(self, batch: Any, sync: bool = True) -> None:
         """One training step: forward and loss under the precision's autocast, backward, optimizer,

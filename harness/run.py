@@ -336,7 +336,8 @@ def prepare(opts: RunOptions) -> Prepared:
                         f"nearest world sizes that divide it: "
                         f"{', '.join(map(str, nearest_divisors(hp['global_batch_size'], dist.world)))}")
     check_batch_norm_batch(build_model, hp["global_batch_size"] // dist.world, rules.name)
-    sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file)
+    sysdesc = system.build(str(device), opts.submitter, opts.division, opts.system_name, opts.system_file,
+                           opts.framework)
     if dist.world > 1:  # several nodes: number_of_nodes and every node listed (a no-op on one node)
         sysdesc = scale_nodes.describe_nodes(sysdesc, dist, lambda: system.detect(str(device)))
     if opts.ceilings:

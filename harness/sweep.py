@@ -8,9 +8,9 @@ device's limit with no input pipeline. Real data goes through the reference's ow
 ``to_device`` inside the timed loop.
 
 The step is the one ``trainmark run`` times: the framework seam's ``Trainer.step``
-(trainmark.harness.framework, harness/pytorch_backend.py), with the same autocast, GradScaler, channels-last and \
-optimizer,
-so a sweep point predicts a run's throughput.
+(trainmark.harness.framework) of the framework asked for (``--framework``: harness/pytorch_backend.py
+with the same autocast, GradScaler, channels-last and optimizer, or harness/tensorflow_backend.py), fed
+the batches its ``Trainer.prepare`` makes, so a sweep point predicts a run's throughput.
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ class SweepSettings:
     max_batch: int = 1 << 16
     probe_steps: int = 2                # steps a batch size must survive to count as fitting
     measure_max: bool = True            # also time the largest batch that fits
+    framework: str = "pytorch"          # the framework seam's backend that builds and steps the trainer
 
 
 def resolve_precision(device: torch.device, precision: str):
@@ -69,20 +70,19 @@ class _Step:
     """One trainer at one batch size and precision: the framework seam's training step, the one
     ``trainmark run`` times, called with the next batch inside the allocator limit."""
 
-    def __init__(self, ref, hp: dict, device: torch.device, batch_size: int, precision: str,
-                 batches: Callable[[], Any], limit: Callable[[], Any] = contextlib.nullcontext):
-        from trainmark.harness.pytorch_backend import PyTorchBackend
+    def __init__(self, ref, hp: dict, device: torch.device, batch_size: int, precision: str, data,
+                 limit: Callable[[], Any] = contextlib.nullcontext, framework: str = "pytorch",
+                 count_flops: bool = False):
+        from trainmark.harness import framework as _framework
 
-        resolve_precision(device, precision)  # refuses a precision other than fp32 or amp
-        self.trainer = PyTorchBackend(device, precision).trainer(
-            ref, ref.build_model, {**hp, "global_batch_size": batch_size}, None, seed=0, count_flops=False,
+        if framework == "pytorch":
+            resolve_precision(device, precision)  # refuses a precision other than fp32 or amp
+        self.trainer = _framework.backend(framework, device, precision).trainer(
+            ref, ref.build_model, {**hp, "global_batch_size": batch_size}, None, seed=0, count_flops=count_flops,
             schedule_steps=STEPS_PER_EPOCH_FOR_SCHEDULES)
         self.label = self.trainer.precision_used
-        self.limit, self.next_batch = limit, batches
-
-    @property
-    def loss(self):
-        return self.trainer.loss
+        self.limit = limit
+        self.next_batch = batch_source(ref, device, batch_size, data, prepare=self.trainer.prepare)
 
     def __call__(self) -> None:
         batch = self.next_batch()
@@ -96,11 +96,13 @@ def _sync(device: torch.device) -> None:
 
 
 def batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0, rank: int = 0,
-                 world: int = 1) -> Callable[[], Any]:
+                 world: int = 1, prepare: Callable[[Any], Any] | None = None) -> Callable[[], Any]:
     """Synthetic (``data`` None): one device-resident batch reused every step, no input pipeline.
-    Real: this rank's share of the reference's loader, cycled over epochs. Sweep and scale use it."""
+    Real: this rank's share of the reference's loader, cycled over epochs. Sweep and scale use it.
+    ``prepare``: a batch as the trainer steps it (default: the reference's ``to_device``)."""
+    prepare = prepare or (lambda batch: ref.to_device(batch, device, train=True))
     if data is None:
-        batch = ref.to_device(ref.synthetic_batch(batch_size, device), device, train=True)
+        batch = prepare(ref.synthetic_batch(batch_size, device))
         return lambda: batch
     gen = torch.Generator().manual_seed(seed)
     state = {"epoch": 1, "it": None}
@@ -110,7 +112,7 @@ def batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0
             if state["it"] is None:
                 state["it"] = iter(ref.train_batches(data, state["epoch"], batch_size, gen, rank, world))
             try:
-                return ref.to_device(next(state["it"]), device, train=True)
+                return prepare(next(state["it"]))
             except StopIteration:
                 state["epoch"] += 1
                 state["it"] = None
@@ -118,8 +120,14 @@ def batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0
     return next_batch
 
 
-def _count_flops(ref, hp: dict, device: torch.device, batch_size: int) -> tuple[int | None, str | None]:
-    """Model FLOPs of one step at ``batch_size`` (meta device: no memory, no time)."""
+def _count_flops(ref, hp: dict, device: torch.device, batch_size: int,
+                 framework: str = "pytorch") -> tuple[int | None, str | None]:
+    """Model FLOPs of one step at ``batch_size`` (PyTorch: on the meta device, no memory, no time;
+    another framework: its trainer's own count)."""
+    if framework != "pytorch":
+        count = _Step(ref, hp, device, batch_size, "fp32", None, framework=framework, count_flops=True)
+        flops = count.trainer.flops_per_step
+        return flops, None if flops else f"{framework} counted no FLOPs"
     hp_b = {**hp, "global_batch_size": batch_size}
     try:
         with torch.device("meta"):  # no parameter memory, no initialisation time
@@ -178,14 +186,13 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
     def measure(precision: str, batch_size: int, in_grid: bool) -> dict:
         point = _empty_point(common, precision, batch_size, in_grid)
         if batch_size not in flop_cache:
-            flop_cache[batch_size] = _count_flops(ref, hp, device, batch_size)
+            flop_cache[batch_size] = _count_flops(ref, hp, device, batch_size, settings.framework)
         point["flops_per_step"] = flop_cache[batch_size][0]
         memory = _oom.PeakMemory(device)
         step = None
         try:
             memory.begin()
-            step = _Step(ref, hp, device, batch_size, precision,
-                         batch_source(ref, device, batch_size, data), limit)
+            step = _Step(ref, hp, device, batch_size, precision, data, limit, settings.framework)
             point["precision_used"] = step.label
             for _ in range(settings.warmup_steps):
                 step()
@@ -198,7 +205,7 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
             _sync(device)
             t1, e1 = time.perf_counter(), meter.joules()
             point["peak_memory_bytes"] = memory.end()
-            point["loss_finite"] = bool(torch.isfinite(step.loss.detach().float()).item())
+            point["loss_finite"] = math.isfinite(step.trainer.loss_value())
         except Exception as exc:  # noqa: BLE001 - an OOM or a crash is a result of this point
             point["status"] = "oom" if _oom.is_oom(exc) else "error"
             point["error"] = f"{type(exc).__name__}: {exc}"[:300]
@@ -238,7 +245,7 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
                     oom_at = b
             if settings.oom_search:
                 search = _oom.largest_fitting(
-                    lambda b: _fits(ref, hp, device, b, precision, settings.probe_steps, limit),
+                    lambda b: _fits(ref, hp, device, b, precision, settings.probe_steps, limit, settings.framework),
                     start=max([b for b, ok in outcome.items() if ok] or [1]), limit=settings.max_batch,
                     known=outcome)
                 searches[precision] = search.as_dict()
@@ -252,7 +259,8 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "benchmark": name,
         "device": {"type": device.type, "name": common["device_name"], "torch": torch.__version__,
-                   "threads": torch.get_num_threads()},
+                   "threads": torch.get_num_threads(), "framework": settings.framework,
+                   "framework_version": _framework_version(settings.framework)},
         "settings": asdict(settings),
         "peak": peak.as_dict() if peak else None,
         "ceilings": ceilings,
@@ -263,12 +271,17 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
     }
 
 
-def _fits(ref, hp, device, batch_size, precision, probe_steps, limit) -> bool:
+def _framework_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version("torch" if name == "pytorch" else name)
+
+
+def _fits(ref, hp, device, batch_size, precision, probe_steps, limit, framework: str = "pytorch") -> bool:
     """Whether ``probe_steps`` training steps at ``batch_size`` run without running out of memory."""
     step = None
     try:
-        step = _Step(ref, hp, device, batch_size, precision,
-                     batch_source(ref, device, batch_size, None), limit)
+        step = _Step(ref, hp, device, batch_size, precision, None, limit, framework)
         for _ in range(probe_steps):
             step()
         _sync(device)

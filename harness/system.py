@@ -153,10 +153,19 @@ def load_user_file(path: Path) -> dict[str, Any]:
 
 
 def build(device: str, submitter: str, division: str, system_name: str | None,
-          user_file: Path | None) -> dict[str, Any]:
-    """Detected facts, then the user's file over them; validated against the schema."""
+          user_file: Path | None, framework: str = "pytorch") -> dict[str, Any]:
+    """Detected facts, then the user's file over them; validated against the schema. ``framework``: the
+    one that trains (harness/framework.py); under TensorFlow, PyTorch still runs the reference's data path."""
     desc = detect(device)
     desc.update(submitter=submitter, division=division)
+    if framework == "tensorflow":
+        tf_version, keras_version = _version("tensorflow"), _version("keras")
+        desc["framework"] = f"TensorFlow {tf_version} (Keras {keras_version})"
+        desc["other_software_stack"] = (f"tensorflow-datasets {_version('tensorflow-datasets')}, "
+                                        f"PyTorch {desc['software_versions']['torch']} (the reference's data path), "
+                                        + desc["other_software_stack"])
+        desc["software_versions"] = {**desc["software_versions"], "tensorflow": tf_version, "keras": keras_version,
+                                     "tensorflow-datasets": _version("tensorflow-datasets")}
     if user_file:
         desc.update(load_user_file(user_file))
     for name in MLPERF_COUNT_FIELDS:  # a user's integer becomes MLPerf's string

@@ -1,20 +1,26 @@
-"""TensorFlow behind the framework seam (harness/framework.py): a Keras twin of a reference, one
-compiled training step, evaluation, and weights saved as safetensors in the PyTorch layout.
+"""TensorFlow behind the framework seam (harness/framework.py): a reference's Keras twin, one compiled
+training step, the reference's own evaluation, and weights saved as safetensors in the PyTorch layout.
+
+A twin (reference/keras_twins/) is what this trainer steps; it has
+- ``model``: a Keras model whose layers are named after the PyTorch reference's modules;
+- ``optimizer``: the reference's optimizer at the reference's own rates (``recipe.rate_table``);
+- ``clip_norm``: the global gradient norm clipped to before every step (None: no clipping);
+- ``inputs(*batch)``: a batch of the reference's ``train_batches`` as TensorFlow tensors;
+- ``loss(*inputs, training)``: (the loss logged, the objective differentiated);
+- whatever the reference's own ``evaluate`` calls on a PyTorch model (``model(images)``,
+  ``model.greedy(src, max_len)``), taking and returning PyTorch tensors, so that evaluation is the
+  reference's code, not a copy.
 
 The data path is the reference's own: the same batches, in the same order for a seed, with the same
-augmentation as a PyTorch trial (converted to NHWC tensors inside the compiled step), so that a
-comparison of the two frameworks compares the frameworks. The recipe is the reference's: the same
-learning-rate factor per step (computed by the reference's own schedule function, once, into a table),
-SGD with Nesterov momentum, label smoothing, L2 on kernels only (reference/keras_twins/fashion_mnist.py).
+augmentation as a PyTorch trial, read through tensorflow-datasets (reference/tfds_builders/), so that a
+comparison of the two frameworks compares the frameworks.
 
-The data come through tensorflow-datasets (reference/tfds_builders/fashion_mnist.py): the same arrays
-in the same order as the PyTorch reference's loader, so the batches above are unchanged.
-
-Scope today (issue 17): one process, fp32, the Fashion-MNIST minis that
-``trainmark.reference.keras_twins.fashion_mnist.MODELS`` names. Anything else is a clear error.
+Scope today (issue 17): one process, fp32, CPU, the benchmarks that the twin modules' ``MODELS`` name
+(``trainmark.rules.reference_code.TWINS``). Anything else is a clear error.
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,44 +32,21 @@ import numpy as np
 from trainmark.errors import UserError
 from trainmark.harness import keras_weights
 from trainmark.harness.distributed import Dist
-from trainmark.reference import fashion_mnist
-from trainmark.reference.fashion_mnist_classifier import warmup_hold_decay_to_zero
-from trainmark.reference.keras_twins.fashion_mnist import MODELS
+from trainmark.rules import reference_code
 
 
-def require_twin(ref) -> None:
-    """A UserError naming the benchmarks that have a Keras twin, unless ``ref`` is one of them."""
-    if ref.name not in MODELS:
+def twin_module(ref):
+    """The module of a reference's Keras twin; a UserError names the benchmarks that have one."""
+    name = reference_code.twin_module("tensorflow", ref.name)
+    if name is None:
         raise UserError(f"--framework tensorflow: {ref.name} has no TensorFlow reference yet "
-                        f"(available: {', '.join(sorted(MODELS))})")
+                        f"(available: {', '.join(sorted(reference_code.twin_benchmarks('tensorflow')))})")
+    return importlib.import_module(name)
 
 
 def keras_model(ref):
-    """The Keras twin of a reference."""
-    require_twin(ref)
-    return MODELS[ref.name](ref.num_classes)
-
-
-def learning_rates(hp: dict[str, Any], steps_per_epoch: int) -> np.ndarray:
-    """The rate of every step, from the PyTorch reference's own schedule function (0 after the end)."""
-    last = int(hp["opt_learning_rate_decay_epochs"] * steps_per_epoch) + 1
-    return np.array([hp["opt_base_learning_rate"] * warmup_hold_decay_to_zero(
-        step, steps_per_epoch, hp["opt_learning_rate_warmup_epochs"],
-        hp.get("opt_learning_rate_decay_start_epochs", 0), hp["opt_learning_rate_decay_epochs"])
-        for step in range(last)], dtype=np.float32)
-
-
-class TableSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """A Keras learning-rate schedule that looks the step up in a precomputed table."""
-
-    def __init__(self, table: np.ndarray):
-        self.table = tf.constant(table)
-
-    def __call__(self, step):
-        return tf.gather(self.table, tf.minimum(tf.cast(step, tf.int32), tf.shape(self.table)[0] - 1))
-
-    def get_config(self):
-        return {"table": self.table.numpy().tolist()}
+    """The Keras twin's model of a reference, freshly initialised."""
+    return twin_module(ref).TWINS[ref.name].build_model(ref)
 
 
 class TensorFlowTrainer:
@@ -80,50 +63,30 @@ class TensorFlowTrainer:
             raise UserError("--framework tensorflow: only --precision fp32 for now")
         self.ref, self.hp, self.data, self.dist = ref, hp, data, dist
         keras.utils.set_random_seed(seed)
-        self.generator = torch.Generator().manual_seed(seed)  # the reference's batch order and flips
-        self.model = build_model()
+        torch.manual_seed(seed)  # twins initialised from the PyTorch reference draw what a PyTorch trial draws
+        self.generator = torch.Generator().manual_seed(seed)  # the reference's batch order and augmentation
         self.precision_used = "fp32"
         self.local_batch = self.samples_per_step = hp["global_batch_size"]
         self.steps_per_epoch = ref.train_samples(data) // self.local_batch if data is not None else schedule_steps
-        self.optimizer = keras.optimizers.SGD(TableSchedule(learning_rates(hp, self.steps_per_epoch)),
-                                              momentum=hp["opt_momentum"], nesterov=hp["opt_nesterov"])
-        self.optimizer.build(self.model.trainable_variables)
-        self.kernels = [w for w in self.model.trainable_variables if w.path.endswith("/kernel")]
-        self._loss = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=hp["label_smoothing"])
-        self._step = tf.function(self._train_step, jit_compile=False, reduce_retracing=True)
-        self._eval = tf.function(self._eval_step, jit_compile=False, reduce_retracing=True)
+        self.twin = twin_module(ref).TWINS[ref.name](ref, hp, self.steps_per_epoch, seed)
+        self.model = self.twin.model
+        self.twin.optimizer.build(self.model.trainable_variables)
+        self._step = tf.function(training_step(self.twin), jit_compile=False, reduce_retracing=True)
         self.steps = 0
         self.loss = tf.constant(0.0)
         self._nonfinite = False
         self.structure = keras_weights.describe(self.model)
         self.flops_per_step = self._count_flops() if count_flops else None
 
-    @staticmethod
-    def _images(images):
-        """uint8 (N, 28, 28) -> normalized float32 NHWC, as the reference's ``to_device`` does in NCHW."""
-        x = tf.cast(images, tf.float32)[..., None] / 255.0
-        return (x - fashion_mnist.MEAN) / fashion_mnist.STD
-
-    def _train_step(self, images, labels):
-        x = self._images(images)
-        with tf.GradientTape() as tape:
-            logits = self.model(x, training=True)
-            loss = self._loss(tf.one_hot(labels, self.ref.num_classes), logits)
-            l2 = tf.add_n([tf.reduce_sum(tf.square(k)) for k in self.kernels])
-            total = loss + 0.5 * self.hp["opt_weight_decay"] * l2
-        grads = tape.gradient(total, self.model.trainable_variables)
-        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
-        return loss
-
-    def _eval_step(self, images, labels):
-        logits = self.model(self._images(images), training=False)
-        return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, 1, output_type=tf.int64), labels), tf.int64))
-
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
         """The reference's batches of one epoch as TensorFlow tensors (the conversion is timed)."""
         self._nonfinite = False
-        for images, labels in self.ref.train_batches(self.data, epoch, self.local_batch, self.generator):
-            yield tf.convert_to_tensor(images.numpy()), tf.convert_to_tensor(labels.numpy())
+        for batch in self.ref.train_batches(self.data, epoch, self.local_batch, self.generator):
+            yield self.prepare(batch)
+
+    def prepare(self, batch: Any) -> tuple:
+        """A batch as ``train_batches`` yields it, as ``step`` takes it: TensorFlow tensors."""
+        return self.twin.inputs(*batch)
 
     def step(self, batch: Any, sync: bool = True) -> None:
         self.loss = self._step(*batch)
@@ -140,14 +103,8 @@ class TensorFlowTrainer:
         return self._nonfinite
 
     def evaluate(self) -> float:
-        correct = count = 0
-        size = self.ref.eval_batch_size
-        for start in range(0, len(self.data.eval_labels), size):
-            labels = self.data.eval_labels[start:start + size].numpy()
-            images = self.data.eval_images[start:start + size].numpy()
-            correct += int(self._eval(tf.convert_to_tensor(images), tf.convert_to_tensor(labels)))
-            count += len(labels)
-        return correct / count if count else float("nan")
+        """The reference's own evaluation, with the twin standing in for the PyTorch model."""
+        return self.ref.finalize_metric(*self.ref.evaluate(self.twin, self.data, "cpu"))
 
     def save_weights(self, path: Path) -> None:
         """The trained weights in the PyTorch reference's names and layouts, as safetensors (atomic)."""
@@ -159,18 +116,59 @@ class TensorFlowTrainer:
         write_atomic(Path(path), lambda p: save_file(arrays, str(p)))
 
     def _count_flops(self) -> int | None:
-        """FLOPs of one training step at the global batch (``step_flops``)."""
-        return step_flops(self._train_step, self.local_batch) or None
+        """FLOPs of one training step at the global batch, on the reference's synthetic batch (a twin with
+        recurrent layers is counted unrolled: a loop's body is a graph of its own)."""
+        key = (self.ref.name, self.local_batch, type(self.twin).__name__)
+        if key not in _FLOPS:  # tracing an unrolled recurrent twin takes a minute: once per process
+            example = self.prepare(self.ref.synthetic_batch(self.local_batch))
+            twin = self.twin.unrolled() if hasattr(self.twin, "unrolled") else self.twin
+            _FLOPS[key] = step_flops(training_step(twin), example) or None
+        return _FLOPS[key]
 
 
-def step_flops(train_step, batch: int) -> int:
-    """FLOPs of one call of ``train_step`` on a uint8 (batch, 28, 28) batch: the convolutions and matmuls
-    of its traced graph, forward and gradients, counted as harness/flops.py counts PyTorch's (2 per
-    multiply-add; a gradient kernel costs what its forward does). TensorFlow's own profiler counts the
-    gradient kernels over the padded input and elementwise ops besides, so it is not used."""
-    fn = tf.function(train_step).get_concrete_function(
-        tf.TensorSpec((batch, 28, 28), tf.uint8), tf.TensorSpec((batch,), tf.int64))
-    return sum(_op_flops(op) for op in fn.graph.get_operations())
+_FLOPS: dict[tuple, int | None] = {}  # (benchmark, batch, twin) -> FLOPs per step, counted in this process
+
+
+def training_step(twin) -> Callable:
+    """One training step of a twin: loss and gradients, the global norm clipped, the optimizer applied."""
+    def step(*inputs):
+        variables = twin.model.trainable_variables
+        with tf.GradientTape() as tape:
+            loss, objective = twin.loss(*inputs, training=True)
+        grads = tape.gradient(objective, variables)
+        if twin.clip_norm is not None:
+            grads, _ = tf.clip_by_global_norm(grads, twin.clip_norm)
+        twin.optimizer.apply_gradients(zip(grads, variables))
+        return loss
+    return step
+
+
+def step_flops(train_step, example: tuple) -> int:
+    """FLOPs of one call of ``train_step`` on tensors shaped as ``example``: the convolutions and matmuls
+    (einsums included) of its traced graph that run, forward and gradients, counted as harness/flops.py
+    counts PyTorch's (2 per multiply-add; a gradient kernel costs what its forward does). Ops whose
+    results nothing uses (the gradient of the input batch) are pruned when the graph runs and are not
+    counted. TensorFlow's own profiler counts the gradient kernels over the padded input and elementwise
+    ops besides, so it is not used. A recurrent layer's loop body is a graph of its own: trace an
+    unrolled twin instead."""
+    specs = [tf.TensorSpec(t.shape, t.dtype) for t in example]
+    graph = tf.function(train_step).get_concrete_function(*specs).graph
+    return sum(_op_flops(op) for op in _live_ops(graph))
+
+
+def _live_ops(graph) -> list:
+    """The ops of ``graph`` that its outputs or its side effects (stateful ops: variable updates) need."""
+    todo = [t.op for t in graph.outputs] + list(graph.control_outputs)
+    todo += [op for op in graph.get_operations() if op._is_stateful]  # noqa: SLF001 - TensorFlow's own flag
+    live: set = set()
+    while todo:
+        op = todo.pop()
+        if op in live:
+            continue
+        live.add(op)
+        todo.extend(t.op for t in op.inputs)
+        todo.extend(op.control_inputs)
+    return [op for op in graph.get_operations() if op in live]
 
 
 def _op_flops(op) -> int:
@@ -186,6 +184,15 @@ def _op_flops(op) -> int:
         m, k = a[::-1] if op.get_attr("transpose_a") else a
         n = b[0] if op.get_attr("transpose_b") else b[1]
         return 2 * m * n * k
+    if op.type in ("BatchMatMulV2", "BatchMatMulV3"):
+        a, b = shape(op.inputs[0]), shape(op.inputs[1])
+        m, k = a[-1:-3:-1] if op.get_attr("adj_x") else a[-2:]
+        n = b[-2] if op.get_attr("adj_y") else b[-1]
+        return 2 * int(np.prod(shape(op.outputs[0])[:-2])) * m * n * k
+    if op.type == "Einsum" and len(op.inputs) == 2:  # 2 x the product of every index's size
+        labels = op.get_attr("equation").decode().split("->")[0].split(",")
+        sizes = {c: d for spec, t in zip(labels, op.inputs) for c, d in zip(spec, shape(t))}
+        return 2 * int(np.prod(list(sizes.values())))
     return 0
 
 
@@ -198,12 +205,9 @@ class TensorFlowBackend:
         self.device, self.precision, self.dist = device, precision, dist
 
     def load_data(self, ref, rules, data_dir: Path):
-        """Fashion-MNIST through tensorflow-datasets (reference/tfds_builders/fashion_mnist.py): the same
-        arrays, in the same order, as the PyTorch reference's loader returns."""
-        require_twin(ref)
-        from trainmark.reference.tfds_builders import fashion_mnist as tfds_fashion_mnist
-
-        return tfds_fashion_mnist.load(Path(data_dir), rules.dataset["files"])
+        """The reference's data through tensorflow-datasets (the twin's builder): the same arrays, in the
+        same order, as the PyTorch reference's loader returns."""
+        return twin_module(ref).load_data(ref, rules, Path(data_dir))
 
     def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
                 **options) -> TensorFlowTrainer:

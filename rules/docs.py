@@ -52,7 +52,8 @@ def render_markdown(version: str, rules_dir: Path | None = None) -> str:
         out += ["", f"- **Open division** relaxes: {', '.join(o['relaxed'])}; "
                     f"must report: {', '.join(o['must_report'])}"]
         conv = r.convergence
-        pts = "; ".join(f"batch {p['global_batch_size']}: epochs {p['epochs_to_target']}" for p in conv["points"])
+        pts = "; ".join(f"{p['implementation'] + ', ' if 'implementation' in p else ''}batch "
+                        f"{p['global_batch_size']}: epochs {p['epochs_to_target']}" for p in conv["points"])
         out.append(f"- **Convergence points** ({conv.get('measured_on', 'not yet measured')}): {pts or 'none yet'}; "
                    f"regenerate with `{conv['command']}`")
     return "\n".join(out) + "\n"

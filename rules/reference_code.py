@@ -76,11 +76,19 @@ def reference_modules(root_module: str) -> dict[str, Path]:
     return dict(sorted(out.items()))
 
 
-# Frameworks besides PyTorch: the module that holds their twins of the references (``--framework``).
-# Its ``MODELS`` dict literal names the benchmarks it covers; it is read, never imported (no TensorFlow).
-TWINS = {"tensorflow": "trainmark.reference.keras_twins.fashion_mnist"}
-# ... and the modules that read the twins' data (tensorflow-datasets builders), part of the same record
-TWIN_DATA = {"tensorflow": ("trainmark.reference.tfds_builders.fashion_mnist",)}
+# Frameworks besides PyTorch: the modules that hold their twins of the references (``--framework``).
+# Each module's ``MODELS`` dict literal names the benchmarks it covers; it is read, never imported (no
+# TensorFlow). A twin's record holds its module and what that imports: its data builder and recipe.
+TWINS = {"tensorflow": ("trainmark.reference.keras_twins.fashion_mnist",
+                        "trainmark.reference.keras_twins.transformer",
+                        "trainmark.reference.keras_twins.ds2")}
+
+
+def implementation_of(rules: BenchmarkRules, framework: object) -> str:
+    """Whose trial this is: the reference model's id (``resnet-mini``) for PyTorch, ``resnet-mini@tensorflow``
+    for a twin; what the rules' convergence points and curve bands are kept per."""
+    model = rules.data["reference_model"]["id"]
+    return model if framework in (None, "pytorch") else f"{model}@{framework}"
 
 
 def released_key(benchmark: str, framework: str = "pytorch") -> str:
@@ -88,9 +96,9 @@ def released_key(benchmark: str, framework: str = "pytorch") -> str:
     return benchmark if framework == "pytorch" else f"{benchmark}@{framework}"
 
 
-def twin_benchmarks(framework: str) -> set[str]:
-    """The benchmarks that ``TWINS[framework]`` has a model for (the keys of its ``MODELS`` literal)."""
-    origin = _origin(TWINS[framework])
+def _twin_models(module: str) -> set[str]:
+    """The keys of a twin module's ``MODELS`` dict literal (read, not imported)."""
+    origin = _origin(module)
     for node in ast.walk(ast.parse(origin.read_text(encoding="utf-8"))) if origin else ():
         if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MODELS" for t in node.targets)
                 and isinstance(node.value, ast.Dict)):
@@ -98,13 +106,23 @@ def twin_benchmarks(framework: str) -> set[str]:
     return set()
 
 
+def twin_module(framework: str, benchmark: str) -> str | None:
+    """The module that holds ``benchmark``'s twin under ``framework`` (None: it has none)."""
+    return next((m for m in TWINS.get(framework, ()) if benchmark in _twin_models(m)), None)
+
+
+def twin_benchmarks(framework: str) -> set[str]:
+    """The benchmarks that ``framework``'s twin modules have a model for."""
+    return {name for module in TWINS.get(framework, ()) for name in _twin_models(module)}
+
+
 def reference_sources(rules: BenchmarkRules, framework: str = "pytorch") -> dict[str, Path]:
     """Record path -> source file of a benchmark's released reference code (modules and rule file);
     under another framework, also its twin's module, its data builders and what those import."""
     from trainmark.reference import registry
 
-    roots = [type(registry.for_rules(rules)).__module__,
-             *([TWINS[framework], *TWIN_DATA.get(framework, ())] if framework in TWINS else [])]
+    twin = twin_module(framework, rules.name) if framework != "pytorch" else None
+    roots = [type(registry.for_rules(rules)).__module__, *([twin] if twin else [])]
     sources = {module_path(name, path): path for root in roots for name, path in reference_modules(root).items()}
     sources[f"code/rules/{rules.version}/{rules.name}.yaml"] = rules.path
     return sources

@@ -29,6 +29,7 @@ class TrialPlan:
     train_energy_j: float | None = 1500.0   # per epoch; None: not measured
     eval_energy_j: float | None = 120.0
     eval_every: int = 1        # evaluate after every k-th epoch and the last (the rules' evaluation cadence)
+    framework: str | None = None  # logged as trainmark_framework when set (None: PyTorch, unlogged)
 
 
 def tiny_reference_model():
@@ -72,7 +73,8 @@ def write_trial_log(path: Path, k: int, plan: TrialPlan, rules, *, division: str
                       (mllog.TRAIN_SAMPLES, 60000), (mllog.EVAL_SAMPLES, 10000), (mllog.PRECISION, "fp32"),
                       (mllog.MODEL_FINGERPRINT, structure_desc["fingerprint"]),
                       (mllog.PARAMETER_COUNT, structure_desc["parameter_count"]),
-                      (mllog.FLOPS_PER_STEP, 123456789), (mllog.ENERGY_METHOD, method)], t)
+                      (mllog.FLOPS_PER_STEP, 123456789), (mllog.ENERGY_METHOD, method),
+                      *([(mllog.FRAMEWORK, plan.framework)] if plan.framework else [])], t)
         t += 2000
         log.boundary(mllog.INIT_STOP, t, metered=False)
         t += 100

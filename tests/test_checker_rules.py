@@ -413,6 +413,36 @@ def test_converge_001_counts_epochs_not_evaluations(tmp_path):
                           None).seen == "2.00"
 
 
+def test_convergence_points_are_kept_per_implementation(tmp_path):
+    """A TensorFlow twin's trials are judged by the points of ``resnet-mini@tensorflow``: without them,
+    CONVERGE-002 says they are not verified (the PyTorch reference's points do not judge them); with
+    them, a twin faster than its own calibration is CONVERGE-001."""
+    import yaml
+
+    plans = synthetic.default_plans(RULES)
+    for plan in plans:
+        plan.framework = "tensorflow"
+    synthetic.write_submission(tmp_path / "sub", RULES, synthetic.tiny_reference_model(), plans=plans)
+    report = check_path(tmp_path / "sub", TINY)
+    finding = assert_finding(report, "CONVERGE-002", BENCH, None)
+    assert "resnet-mini@tensorflow" in finding.message and report.exit_code == 0
+    assert not [f for f in report.findings if f.rule == "CONVERGE-001"]
+
+    root = tmp_path / "rules"
+    (root / "1.0").mkdir(parents=True)
+    data = yaml.safe_load(RULES.path.read_text())
+    data["convergence"]["points"].append({"implementation": "resnet-mini@tensorflow", "global_batch_size": 256,
+                                          "epochs_to_target": [7] * 10})  # the twin's calibration: 7 epochs
+    (root / "1.0" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
+    report = check_path(tmp_path / "sub", CheckOptions(rules_root=root, reference_builder=TINY.reference_builder))
+    assert assert_finding(report, "CONVERGE-001", BENCH, None).seen == "5.00" and report.exit_code == 1
+    for plan in plans:  # the same 5-epoch trials under PyTorch meet the PyTorch reference's points
+        plan.framework = None
+    synthetic.write_submission(tmp_path / "pt", RULES, synthetic.tiny_reference_model(), plans=plans)
+    report = check_path(tmp_path / "pt", CheckOptions(rules_root=root, reference_builder=TINY.reference_builder))
+    assert not [f for f in report.findings if f.rule.startswith("CONVERGE")]
+
+
 def test_a_log_without_epoch_stops_cannot_pass_as_converged(tmp_path):
     """The convergence check counts epoch_stop events: a log that drops them (and names an epoch NaN)
     is refused with errors, not scored as a fast trial."""

@@ -88,6 +88,31 @@ def test_open_division_and_other_batch_sizes_are_not_judged(tmp_path):
     assert curve_findings(report) == []
 
 
+def test_a_twin_is_judged_by_its_own_band(tmp_path):
+    """Bands are kept per implementation: TensorFlow trials are held to ``resnet-mini@tensorflow``'s band,
+    not to the PyTorch reference's, and have none when the rules give none."""
+    plans = off_band_plans(tmp_path)
+    for plan in plans:
+        plan.framework = "tensorflow"
+    _, report = check(tmp_path / "none", plans=plans)
+    assert curve_findings(report) == []  # no band of the twin: not judged
+    root = rules_with_band(tmp_path / "twin")
+    path = root / "1.0" / "resnet-mini.yaml"
+    data = yaml.safe_load(path.read_text())
+    twin_band = [[e, round(low - 0.2, 4), high] for e, low, high in BAND]  # wide enough for the low epoch 2
+    data["curve_band"]["bands"].append({**data["curve_band"]["bands"][0], "implementation": "resnet-mini@tensorflow",
+                                        "epochs": twin_band})
+    path.write_text(yaml.safe_dump(data))
+    rules = get_rules("resnet-mini", rules_root=root)
+    assert band_for(rules, 256, "fp32", "tensorflow")[2] == (0.5, 0.77)
+    assert band_for(rules, 256, "fp32")[2] == (0.7, 0.77)
+    sub = tmp_path / "sub"
+    synthetic.write_submission(sub, get_rules("resnet-mini"), synthetic.tiny_reference_model(), plans=plans)
+    report = check_path(sub, CheckOptions(rules_root=root,
+                                          reference_builder=lambda r: synthetic.tiny_reference_model()))
+    assert curve_findings(report) == []
+
+
 def test_shipped_bands_validate_and_match_their_calibration():
     for name in ("resnet-mini", "inception-mini", "vgg-mini", "ds2-mini", "lstm-mini", "transformer-mini"):
         rules = get_rules(name)

@@ -112,8 +112,7 @@ def test_fake_allocator_raises_the_cuda_oom_type():
 def _step_fits(batch_size, limit_bytes):
     """Ground truth: does one real training step of TinyRef fit under the fake limit?"""
     ref = TinyRef()
-    step = sweep._Step(ref, {}, torch.device("cpu"), batch_size, "fp32",
-                       sweep.batch_source(ref, torch.device("cpu"), batch_size, None),
+    step = sweep._Step(ref, {}, torch.device("cpu"), batch_size, "fp32", None,
                        lambda: oom.FakeAllocatorLimit(limit_bytes))
     try:
         step()

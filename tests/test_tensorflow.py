@@ -4,6 +4,7 @@ Without TensorFlow only the missing-framework error is tested; scripts/install.s
 """
 import importlib.util
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ from trainmark.format import structure
 
 needs_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
                               reason="TensorFlow not installed (pip install -e '.[tensorflow]')")
-MINIS = ["resnet-mini", "vgg-mini", "inception-mini"]
+MINIS = ["resnet-mini", "vgg-mini", "inception-mini"]  # the Fashion-MNIST twins
+TWINS = [*MINIS, "transformer-mini", "ds2-mini"]
 
 
 def test_framework_not_installed_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -28,17 +30,18 @@ def test_framework_not_installed_is_one_line_and_writes_nothing(tmp_path, capsys
 
 
 def _pair(name):
-    """(Keras twin, PyTorch reference) of a mini, each freshly initialised."""
+    """(Keras twin, PyTorch reference) of a benchmark, each freshly initialised."""
+    from trainmark.harness.tensorflow_backend import keras_model
     from trainmark.reference import registry
-    from trainmark.reference.keras_twins import fashion_mnist as fashion_mnist_keras
     from trainmark.rules import get_rules
 
     torch.manual_seed(0)
-    return fashion_mnist_keras.MODELS[name](), registry.for_rules(get_rules(name)).build_model()
+    ref = registry.for_rules(get_rules(name))
+    return keras_model(ref), ref.build_model()
 
 
 @needs_tf
-@pytest.mark.parametrize("name", MINIS)
+@pytest.mark.parametrize("name", TWINS)
 def test_keras_twin_has_the_reference_tensors(name):
     from trainmark.harness import keras_weights
 
@@ -72,6 +75,85 @@ def test_weights_carried_either_way_give_the_same_logits(name):
         want = other_torch(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(other_keras(x.transpose(0, 2, 3, 1), training=False).numpy(), want,
                                rtol=1e-4, atol=1e-4)
+
+
+@needs_tf
+def test_transformer_weights_carried_either_way_give_the_same_logits():
+    """Padded sources and targets (every mask in use): the same logits at every real target position."""
+    from trainmark.harness import keras_weights
+    from trainmark.harness.tf_import import tf
+
+    g = torch.Generator().manual_seed(1)
+    src, tgt = torch.randint(4, 2000, (3, 9), generator=g), torch.randint(4, 2000, (3, 7), generator=g)
+    src[1, 6:], src[2, 3:], tgt[0, 5:] = 0, 0, 0
+    real = (tgt != 0).numpy()
+    for direction in ("keras -> torch", "torch -> keras"):
+        keras_model, torch_model = _pair("transformer-mini")
+        if direction == "keras -> torch":
+            arrays, _ = keras_weights.tensors(keras_model)
+            torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
+        else:
+            keras_weights.load(keras_model, {k: v.numpy() for k, v in torch_model.state_dict().items()})
+        with torch.no_grad():
+            want = torch_model.eval()(src, tgt).numpy()
+        got = keras_model((tf.constant(src.numpy()), tf.constant(tgt.numpy())), training=False).numpy()
+        np.testing.assert_allclose(got[real], want[real], rtol=1e-4, atol=1e-4, err_msg=direction)
+
+
+@needs_tf
+def test_ds2_weights_carried_either_way_give_the_same_log_probs():
+    """Utterances of four lengths (the masks and the backward GRUs' starts in use): the same
+    log-probabilities at every valid frame, and the same frame counts."""
+    from trainmark.harness import keras_weights
+    from trainmark.harness.tf_import import tf
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    ref = registry.for_rules(get_rules("ds2-mini"))
+    waves, samples, targets, target_lens = ref.synthetic_batch(4)
+    samples = samples - torch.tensor([0, 5000, 9000, 2000])
+    feats, frames, _, _ = ref.to_device((waves, samples, targets, target_lens), torch.device("cpu"), False)
+    for direction in ("keras -> torch", "torch -> keras"):
+        keras_model, torch_model = _pair("ds2-mini")
+        if direction == "keras -> torch":
+            arrays, _ = keras_weights.tensors(keras_model)
+            torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
+        else:
+            keras_weights.load(keras_model, {k: v.numpy() for k, v in torch_model.state_dict().items()})
+        with torch.no_grad():
+            want, want_frames = torch_model.eval()(feats, frames)
+        got, got_frames = keras_model((tf.constant(feats.numpy()), tf.constant(frames.numpy())), training=False)
+        assert got_frames.numpy().tolist() == want_frames.tolist() and len(set(want_frames.tolist())) == 4
+        valid = (torch.arange(want.shape[0])[:, None] < want_frames[None]).numpy()
+        np.testing.assert_allclose(got.numpy()[valid], want.numpy()[valid], rtol=1e-4, atol=1e-4, err_msg=direction)
+
+
+@needs_tf
+def test_transformer_twin_starts_from_the_pytorch_trials_weights_and_decodes_as_it_does():
+    """Under one seed the twin holds the PyTorch trial's initial weights, and the reference's own greedy
+    decoding, run on the twin, gives the PyTorch model's output (a briefly trained model: not all EOS)."""
+    from trainmark.harness import keras_weights
+    from trainmark.harness.tensorflow_backend import TensorFlowBackend
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    rules = get_rules("transformer-mini")
+    ref, hp = registry.for_rules(rules), {**rules.defaults(), "opt_learning_rate_warmup_steps": 1}
+    trainer = TensorFlowBackend(torch.device("cpu"), "fp32").trainer(ref, None, hp, None, 5, count_flops=False)
+    torch.manual_seed(5)
+    initial = ref.build_model().state_dict()
+    arrays, _ = keras_weights.tensors(trainer.model)
+    assert all(np.array_equal(arrays[k], v.numpy()) for k, v in initial.items())
+    src, tgt_in, tgt_out = ref.synthetic_batch(16)
+    first = None
+    for _ in range(30):  # copy the synthetic source: learnable in a few dozen steps
+        trainer.step(trainer.twin.inputs(src, torch.cat([tgt_in[:, :1], src[:, :-1]], 1), src))
+        first = first or trainer.loss_value()
+    assert trainer.loss_value() < first
+    model = ref.build_model()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in keras_weights.tensors(trainer.model)[0].items()})
+    want = model.eval().greedy(src[:4], max_len=12)
+    assert trainer.twin.greedy(src[:4], max_len=12) == want and any(want)
 
 
 @needs_tf
@@ -203,7 +285,7 @@ def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, c
 
 
 @needs_tf
-@pytest.mark.parametrize("name", MINIS)
+@pytest.mark.parametrize("name", TWINS)
 def test_flops_per_step_agree_with_the_pytorch_count_within_2_percent(name):
     from trainmark.harness.pytorch_backend import PyTorchBackend
     from trainmark.harness.tensorflow_backend import TensorFlowBackend
@@ -240,3 +322,119 @@ def test_ops_framework_not_installed_is_one_line(capsys, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorflow" else real(name, *a))
     assert main(["ops", "--framework", "tensorflow", "--quick"]) != 0
     assert "pip install -e '.[tensorflow]'" in capsys.readouterr().err
+
+
+@needs_tf
+def test_sweep_times_the_tensorflow_step(tmp_path, capsys):
+    """`trainmark sweep --framework tensorflow`: the TensorFlow trainer's step, with its own FLOP count."""
+    from trainmark.harness.tensorflow_backend import TensorFlowBackend
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    out = tmp_path / "sw"
+    assert main(["sweep", "transformer-mini", "--framework", "tensorflow", "--batch-sizes", "4", "--steps", "2",
+                 "--warmup-steps", "1", "--out", str(out), "--no-plots"]) == 0
+    data = json.loads((out / "sweep.json").read_text())
+    (point,) = data["points"]
+    assert point["status"] == "ok" and point["precision_used"] == "fp32" and point["loss_finite"]
+    assert data["device"]["framework"] == "tensorflow" and data["settings"]["framework"] == "tensorflow"
+    rules = get_rules("transformer-mini")
+    ref, hp = registry.for_rules(rules), {**rules.defaults(), "global_batch_size": 4}
+    assert point["flops_per_step"] == TensorFlowBackend(torch.device("cpu"), "fp32").trainer(
+        ref, None, hp, None, 0).flops_per_step
+    assert main(["sweep", "transformer-mini", "--framework", "tensorflow", "--precisions", "fp32,amp"]) == 2
+    assert "only --precisions fp32" in capsys.readouterr().err
+
+
+@needs_tf
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("diatheke") is None, reason="Debian diatheke + sword-text-kjv/-web not installed")
+def test_transformer_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
+    """tests/test_sequence_transformer.py's short trial (the test rules' 1,500 + 50 pairs), under TensorFlow:
+    the data through tensorflow-datasets, a converged trial, `trainmark check` with no code finding against
+    the released ``transformer-mini@tensorflow`` hashes, and weights the PyTorch reference reads."""
+    import yaml
+    from conftest import TEST_RULES
+    from safetensors.torch import load_file
+    from test_implementation_record import _rules_with_hashes
+
+    from trainmark.digest import sha256_file
+    from trainmark.reference import bible_parallel, parallel_text, registry
+    from trainmark.rules import get_rules
+
+    full, data = tmp_path / "full", tmp_path / "data"
+    assert main(["data", "prepare", "transformer-mini", "--data-dir", str(full)]) == 0
+    data.mkdir()
+    shutil.copy(full / parallel_text.SPM_FILE, data / parallel_text.SPM_FILE)
+    for names, keep in ((bible_parallel.FILES["train"], 1500), (bible_parallel.FILES["valid"], 50)):
+        for name in names:   # the test rules pin these cuts
+            lines = (full / name).read_text(encoding="utf-8").splitlines(keepends=True)
+            (data / name).write_text("".join(lines[:keep]), encoding="utf-8")
+    src = tmp_path / "src"
+    shutil.copytree(TEST_RULES, src)
+    rule_file = src / "1.0" / "transformer-mini.yaml"
+    rule = yaml.safe_load(rule_file.read_text())
+    rule["dataset"]["files"][parallel_text.SPM_FILE] = sha256_file(data / parallel_text.SPM_FILE)  # tfds reads it
+    rule_file.write_text(yaml.safe_dump(rule))
+    rules = _rules_with_hashes(tmp_path / "rules", src)
+    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
+    out = tmp_path / "sub"
+    assert main(["run", "transformer-mini", "--framework", "tensorflow", "--rules-dir", str(rules), "--data-dir",
+                 str(data), "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7",
+                 "--quiet"]) == 0
+    assert "Downloading and preparing" not in capsys.readouterr().out  # tfds's own lines stay out of --quiet
+    d = out / "closed" / "ci" / "results" / "ci-box" / "transformer-mini"
+    t = json.loads((d / "trial_1" / "trial.json").read_text())
+    target = get_rules("transformer-mini", rules_root=rules).target
+    assert t["status"] == "converged" and target <= t["final_metric"] <= 100 and t["flops_per_step"] > 0
+    assert list((tmp_path / "tfds" / "trainmark_bible_parallel").iterdir())
+    described = json.loads((out / "closed" / "ci" / "systems" / "ci-box.json").read_text())
+    assert described["framework"].startswith("TensorFlow ") and described["software_versions"]["tensorflow"]
+    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
+    # the Keras weights, in the PyTorch reference, decode the first validation sentences as the twin did
+    ref = registry.for_rules(get_rules("transformer-mini", rules_root=rules))
+    model = ref.build_model()
+    model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
+    stats = ref.evaluate(model.eval(), ref.load_data(data), torch.device("cpu"))
+    assert abs(ref.finalize_metric(*stats) - t["final_metric"]) <= 1.0  # BLEU points: greedy ties may differ
+
+
+@needs_tf
+@pytest.mark.slow
+def test_ds2_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
+    """tests/test_sequence_ds2.py's short trial under TensorFlow: FSDD through tensorflow-datasets, a
+    converged trial, `trainmark check` with no code finding against the released ``ds2-mini@tensorflow``
+    hashes, and weights that score the same WER in the PyTorch reference."""
+    from conftest import TEST_RULES
+    from safetensors.torch import load_file
+    from test_implementation_record import _rules_with_hashes
+    from test_sequence_ds2 import FSDD
+
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    if not (FSDD / "recordings").is_dir():
+        pytest.skip("FSDD not at ../shared/datasets/fsdd")
+    data = tmp_path / "data"
+    assert main(["data", "prepare", "ds2-mini", "--source", str(FSDD), "--data-dir", str(data)]) == 0
+    rules = _rules_with_hashes(tmp_path / "rules", TEST_RULES)
+    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
+    out = tmp_path / "sub"
+    assert main(["run", "ds2-mini", "--framework", "tensorflow", "--rules-dir", str(rules), "--data-dir", str(data),
+                 "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "3", "--quiet"]) == 0
+    d = out / "closed" / "ci" / "results" / "ci-box" / "ds2-mini"
+    t = json.loads((d / "trial_1" / "trial.json").read_text())
+    target = get_rules("ds2-mini", rules_root=rules).target
+    assert t["status"] == "converged" and 0.0 <= t["final_metric"] <= target and t["flops_per_step"] > 0
+    assert list((tmp_path / "tfds" / "trainmark_fsdd").iterdir())
+    capsys.readouterr()
+    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
+    ref = registry.for_rules(get_rules("ds2-mini", rules_root=rules))
+    model = ref.build_model()
+    model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
+    errors, words = ref.evaluate(model.eval(), ref.load_data(data), torch.device("cpu"))
+    assert abs(errors / words - t["final_metric"]) <= 0.01  # greedy decoding: a near-tie may flip a frame

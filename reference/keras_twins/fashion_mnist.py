@@ -16,19 +16,29 @@ Differences that the frameworks impose, kept as small as they allow:
 - Weight decay is L2 on the convolution and Linear kernels only, added to the loss as
   wd/2 * sum(w^2) so that its gradient is PyTorch SGD's wd * w; biases and batch norm are not decayed.
 
+``FashionMnistTwin`` is what the TensorFlow trainer (harness/tensorflow_backend.py) steps: the model,
+the optimizer at the reference's own rates, the loss, and the reference's own evaluation.
+
 Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this module.
 """
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 # the PyTorch references first: torchvision must be imported before TensorFlow (harness/tf_import.py)
+from trainmark.reference import fashion_mnist
 from trainmark.reference.inception_mini import DIVISOR as INCEPTION_DIVISOR
 from trainmark.reference.resnet_mini import WIDTHS as RESNET_WIDTHS
 from trainmark.reference.vgg_mini import CONFIG as VGG_CONFIG
 
 import keras  # noqa: E402
+import torch  # noqa: E402
 from keras import layers  # noqa: E402
+
+from trainmark.harness.tf_import import tf  # noqa: E402
+from trainmark.reference.keras_twins.recipe import TableSchedule, as_tf, rate_table, smoothed_cross_entropy, with_l2  # noqa: E402
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}
 # torch.nn.init.kaiming_normal_(mode="fan_out", nonlinearity="relu"): N(0, 2 / (out x kh x kw))
@@ -187,3 +197,46 @@ def inception_mini(num_classes: int = 10, divisor: int = INCEPTION_DIVISOR) -> k
 
 # benchmark -> Keras builder; a benchmark without one is not yet available under TensorFlow
 MODELS = {"resnet-mini": resnet_mini, "vgg-mini": vgg_mini, "inception-mini": inception_mini}
+
+
+def load_data(ref, rules, data_dir: Path) -> fashion_mnist.FashionMNIST:
+    """Fashion-MNIST through tensorflow-datasets: the PyTorch loader's arrays, in its order."""
+    from trainmark.reference.tfds_builders import fashion_mnist as tfds_fashion_mnist
+
+    return tfds_fashion_mnist.load(Path(data_dir), rules.dataset["files"])
+
+
+class FashionMnistTwin:
+    """A Fashion-MNIST mini under Keras, with the reference's recipe (fashion_mnist_classifier.py): SGD
+    with Nesterov momentum at the reference's own rates, label smoothing, L2 on the kernels only."""
+
+    clip_norm = None
+
+    def __init__(self, ref, hp: dict[str, Any], steps_per_epoch: int, seed: int):
+        self.ref, self.hp = ref, hp
+        self.model = self.build_model(ref)
+        rates = rate_table(ref, hp, steps_per_epoch, hp["opt_learning_rate_decay_epochs"] + 1)
+        self.optimizer = keras.optimizers.SGD(TableSchedule(rates), momentum=hp["opt_momentum"],
+                                              nesterov=hp["opt_nesterov"])
+        self.kernels = [w for w in self.model.trainable_variables if w.path.endswith("/kernel")]
+        self._logits = tf.function(lambda x: self.model(x, training=False), reduce_retracing=True)
+
+    @staticmethod
+    def build_model(ref) -> keras.Model:
+        return MODELS[ref.name](ref.num_classes)
+
+    inputs = staticmethod(as_tf)  # (uint8 images [N, 28, 28], labels [N]): normalised inside the step
+
+    def loss(self, images, labels, training: bool = True):
+        """(cross-entropy, the objective: cross-entropy + wd/2 x the kernels' squared norm)."""
+        x = (tf.cast(images, tf.float32)[..., None] / 255.0 - fashion_mnist.MEAN) / fashion_mnist.STD
+        loss = smoothed_cross_entropy(self.model(x, training=training), labels, self.hp["label_smoothing"])
+        return with_l2(loss, self.kernels, self.hp["opt_weight_decay"])
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        """Logits for the reference's own ``evaluate``: normalised NCHW images in, as a PyTorch model."""
+        logits = self._logits(tf.convert_to_tensor(images.permute(0, 2, 3, 1).contiguous().numpy()))
+        return torch.from_numpy(logits.numpy())
+
+
+TWINS = dict.fromkeys(MODELS, FashionMnistTwin)

@@ -16,9 +16,6 @@ Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this m
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import os
 from pathlib import Path
 
 import torch
@@ -27,31 +24,17 @@ from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow saf
 
 import tensorflow_datasets as tfds  # noqa: E402
 
-from trainmark.digest import sha256_file  # noqa: E402
-from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import fashion_mnist  # noqa: E402
+from trainmark.reference.tfds_builders import pinned  # noqa: E402
+from trainmark.reference.tfds_builders.pinned import DEFAULT_DIR, ENV_VAR, PinnedFiles, tfds_dir  # noqa: E402,F401
 
-DEFAULT_DIR = Path("data/tfds")  # where built datasets are kept, relative to the working folder
-ENV_VAR = "TRAINMARK_TFDS_DIR"
 # tfds fashion_mnist's ClassLabel names, in label order
 LABELS = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
 
 
-@dataclasses.dataclass(eq=False)
-class PinnedFiles(tfds.core.BuilderConfig):
-    """A builder config for one set of files: (file name, SHA-256) pairs from the rules."""
-
-    files: tuple[tuple[str, str], ...] = ()
-
-
 def config_for(files: dict[str, str | None]) -> PinnedFiles:
     """The config of the files a rule file pins (entries without a checksum are not read)."""
-    pinned = tuple(sorted((name, digest) for name, digest in files.items() if digest))
-    if not pinned:
-        raise UserError("Fashion-MNIST through tensorflow-datasets needs the rules' SHA-256 of its files")
-    key = hashlib.sha256("".join(f"{name} {digest}\n" for name, digest in pinned).encode()).hexdigest()[:16]
-    return PinnedFiles(name=f"files-{key}", description="built from " + ", ".join(n for n, _ in pinned),
-                       files=pinned)
+    return pinned.config_for(files, "Fashion-MNIST")
 
 
 class TrainmarkFashionMnist(tfds.core.GeneratorBasedBuilder):
@@ -59,7 +42,7 @@ class TrainmarkFashionMnist(tfds.core.GeneratorBasedBuilder):
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "the four IDX files of Fashion-MNIST, checked against the rules' SHA-256"}
-    MANUAL_DOWNLOAD_INSTRUCTIONS = fashion_mnist.HOW_TO_GET
+    MANUAL_DOWNLOAD_INSTRUCTIONS = HOW_TO_GET = fashion_mnist.HOW_TO_GET
 
     def _info(self) -> tfds.core.DatasetInfo:
         return tfds.core.DatasetInfo(
@@ -76,13 +59,7 @@ class TrainmarkFashionMnist(tfds.core.GeneratorBasedBuilder):
         )
 
     def _split_generators(self, dl_manager):
-        folder = Path(dl_manager.manual_dir)
-        for name, expected in self.builder_config.files:
-            path = folder / name
-            if not path.is_file():
-                raise UserError(f"{path}: missing: {fashion_mnist.HOW_TO_GET}")
-            if (actual := sha256_file(path)) != expected:
-                raise UserError(f"{path}: sha256 {actual[:16]}..., rules say {expected[:16]}...")
+        folder = pinned.checked_folder(self, dl_manager)
         data = fashion_mnist.load(folder)
         return {"train": self._generate_examples(data.train_images, data.train_labels),
                 "test": self._generate_examples(data.eval_images, data.eval_labels)}
@@ -92,18 +69,11 @@ class TrainmarkFashionMnist(tfds.core.GeneratorBasedBuilder):
             yield index, {"image": image[..., None], "label": int(label)}
 
 
-def tfds_dir(path: Path | None = None) -> Path:
-    return Path(path or os.environ.get(ENV_VAR) or DEFAULT_DIR)
-
-
 def load(folder: Path, files: dict[str, str | None], data_dir: Path | None = None) -> fashion_mnist.FashionMNIST:
     """The rules' Fashion-MNIST through tfds: built once into ``data_dir`` (or $TRAINMARK_TFDS_DIR,
     or data/tfds), then read back whole, as ``fashion_mnist.load`` returns it."""
-    tfds.disable_progress_bar()  # the harness draws its own; tfds's bars would break --quiet's output
-    builder = TrainmarkFashionMnist(data_dir=str(tfds_dir(data_dir)), config=config_for(files))
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(folder)))
-    split = {name: tfds.as_numpy(builder.as_dataset(split=name, batch_size=-1, shuffle_files=False))
-             for name in ("train", "test")}
+    builder = pinned.prepared(TrainmarkFashionMnist, folder, config_for(files), data_dir)
+    split = {name: pinned.whole_split(builder, name) for name in ("train", "test")}
     as_torch = lambda array: torch.from_numpy(array.copy())  # noqa: E731
     return fashion_mnist.FashionMNIST(
         train_images=as_torch(split["train"]["image"][..., 0]), train_labels=as_torch(split["train"]["label"]).long(),
