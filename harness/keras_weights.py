@@ -148,13 +148,20 @@ def describe(model) -> dict:
     param_set = set(params)
     entries = [{"name": n, "shape": list(a.shape), "dtype": str(a.dtype)} for n, a in arrays.items()]
     body = {
-        "modules": [{"name": layer.name, "type": f"keras.layers.{type(layer).__name__}",
-                     "config": _config(layer)} for layer in model.layers],
+        "modules": [{"name": _module_name(index, layer), "type": f"keras.layers.{type(layer).__name__}",
+                     "config": _config(layer)} for index, layer in enumerate(model.layers)],
         "parameters": [e for e in entries if e["name"] in param_set],
         "buffers": [e for e in entries if e["name"] not in param_set],
     }
     count = sum(int(np.prod(e["shape"])) for e in body["parameters"])
     return {"format": FORMAT, **body, "parameter_count": count, "fingerprint": fingerprint(body)}
+
+
+def _module_name(index: int, layer) -> str:
+    """A layer with weights is named after its PyTorch module; another (ReLU, pooling) gets Keras' automatic
+    name, which counts the layers made so far in the process (``re_lu_17`` in a second trial), so it is
+    described by its place instead: every trial of one model has the same description and fingerprint."""
+    return layer.name if layer.weights else f"{type(layer).__name__}#{index}"
 
 
 def _config(layer) -> str:

@@ -211,6 +211,8 @@ class TensorFlowBackend:
 
     def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
                 **options) -> TensorFlowTrainer:
+        """``build_model`` (a PyTorch builder) is not used: the twin builds its Keras model (``--model``, a
+        PyTorch module, is refused before a TensorFlow run starts)."""
         return TensorFlowTrainer(ref, lambda: keras_model(ref), hp, data, seed, self.device, self.precision,
                                  self.dist, **options)
 

@@ -40,6 +40,7 @@ class TrialView:
     logged: dict = field(default_factory=dict)   # the harness's own summary (TFLOPS, utilization): labelled as logged
     precision: str | None = None
     global_batch_size: int | None = None
+    framework: str | None = None          # trainmark_framework (None: PyTorch, which logs none before rules 1.0)
 
 
 @dataclass
@@ -152,6 +153,8 @@ def _trainmark_trials(tree: SafeTree, result: dict, missing: list[str]) -> list[
                 view.precision = e.value
             elif e.key == "global_batch_size" and type(e.value) is int:
                 view.global_batch_size = e.value
+            elif e.key == mllog.FRAMEWORK and isinstance(e.value, str):
+                view.framework = e.value
         views.append(view)
     return views
 

@@ -68,7 +68,7 @@ def metric_vs_epoch(view) -> tuple[str | None, bool]:
     import matplotlib
 
     first = trials[0]
-    band = band_for(view.rules, first.global_batch_size, first.precision)
+    band = band_for(view.rules, first.global_batch_size, first.precision, first.framework)  # its implementation's
     with matplotlib.rc_context(_RC):
         fig, ax = _figure()
         if band:

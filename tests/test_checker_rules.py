@@ -419,28 +419,33 @@ def test_convergence_points_are_kept_per_implementation(tmp_path):
     them, a twin faster than its own calibration is CONVERGE-001."""
     import yaml
 
-    plans = synthetic.default_plans(RULES)
+    def rules_with_twin_points(folder, epochs):
+        (folder / "1.0").mkdir(parents=True)
+        data = yaml.safe_load(RULES.path.read_text())
+        data["convergence"]["points"] = [p for p in data["convergence"]["points"] if "implementation" not in p]
+        if epochs:
+            data["convergence"]["points"].append({"implementation": "resnet-mini@tensorflow", "global_batch_size": 256,
+                                                  "epochs_to_target": [epochs] * 10})
+        (folder / "1.0" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
+        return CheckOptions(rules_root=folder, reference_builder=TINY.reference_builder)
+
+    plans = synthetic.default_plans(RULES)  # every trial in epoch 5
     for plan in plans:
         plan.framework = "tensorflow"
     synthetic.write_submission(tmp_path / "sub", RULES, synthetic.tiny_reference_model(), plans=plans)
-    report = check_path(tmp_path / "sub", TINY)
+    report = check_path(tmp_path / "sub", rules_with_twin_points(tmp_path / "none", None))
     finding = assert_finding(report, "CONVERGE-002", BENCH, None)
     assert "resnet-mini@tensorflow" in finding.message and report.exit_code == 0
     assert not [f for f in report.findings if f.rule == "CONVERGE-001"]
-
-    root = tmp_path / "rules"
-    (root / "1.0").mkdir(parents=True)
-    data = yaml.safe_load(RULES.path.read_text())
-    data["convergence"]["points"].append({"implementation": "resnet-mini@tensorflow", "global_batch_size": 256,
-                                          "epochs_to_target": [7] * 10})  # the twin's calibration: 7 epochs
-    (root / "1.0" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
-    report = check_path(tmp_path / "sub", CheckOptions(rules_root=root, reference_builder=TINY.reference_builder))
+    slow_twin = rules_with_twin_points(tmp_path / "seven", 7)  # the twin's calibration: 7 epochs
+    report = check_path(tmp_path / "sub", slow_twin)
     assert assert_finding(report, "CONVERGE-001", BENCH, None).seen == "5.00" and report.exit_code == 1
     for plan in plans:  # the same 5-epoch trials under PyTorch meet the PyTorch reference's points
         plan.framework = None
     synthetic.write_submission(tmp_path / "pt", RULES, synthetic.tiny_reference_model(), plans=plans)
-    report = check_path(tmp_path / "pt", CheckOptions(rules_root=root, reference_builder=TINY.reference_builder))
-    assert not [f for f in report.findings if f.rule.startswith("CONVERGE")]
+    assert not [f for f in check_path(tmp_path / "pt", slow_twin).findings if f.rule.startswith("CONVERGE")]
+    # the shipped rules hold the twin's own points (10 seeds, all in epoch 5)
+    assert not [f for f in check_path(tmp_path / "sub", TINY).findings if f.rule.startswith("CONVERGE")]
 
 
 def test_a_log_without_epoch_stops_cannot_pass_as_converged(tmp_path):

@@ -41,6 +41,17 @@ def _pair(name):
 
 
 @needs_tf
+def test_every_trial_of_a_twin_has_the_same_description():
+    """Keras names unnamed layers by a process-wide count (``re_lu_17``): a second model of the same twin
+    in one process must still describe itself, and fingerprint, as the first (CONFORM-007 compares trials)."""
+    from trainmark.harness import keras_weights
+
+    first, second = (keras_weights.describe(_pair("resnet-mini")[0]) for _ in range(2))
+    assert first["fingerprint"] == second["fingerprint"] and first["modules"] == second["modules"]
+    assert any(m["name"].startswith("ReLU#") for m in first["modules"])
+
+
+@needs_tf
 @pytest.mark.parametrize("name", TWINS)
 def test_keras_twin_has_the_reference_tensors(name):
     from trainmark.harness import keras_weights

@@ -25,6 +25,7 @@ import torch  # noqa: F401  (before TensorFlow: see trainmark.harness.tf_import)
 from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 
 import tensorflow_datasets as tfds  # noqa: E402
+from absl import logging as absl_logging  # noqa: E402
 
 from trainmark.digest import sha256_file  # noqa: E402
 from trainmark.errors import UserError  # noqa: E402
@@ -80,21 +81,35 @@ def prepared(builder_class: type, folder: Path, config: PinnedFiles, data_dir: P
     """The builder of ``config`` in ``data_dir`` (or $TRAINMARK_TFDS_DIR, or data/tfds), built from
     ``folder`` unless it is built already; ``how_to_get`` replaces the builder's own advice."""
     tfds.disable_progress_bar()  # the harness draws its own; tfds's bars would break --quiet's output
-    with _scratch_tempdir():  # an unbuilt builder makes an empty temporary folder for GCS metadata, never removed
+    with _scratch_tempdir(), _quiet_absl():
         builder = builder_class(data_dir=str(tfds_dir(data_dir)), config=config)
-    if how_to_get is not None:
-        builder.HOW_TO_GET = how_to_get
-    if not builder.is_prepared():
-        # tfds refuses a missing or empty manual folder with a multi-line AssertionError: say which file first
-        check_files(Path(folder), config, builder.HOW_TO_GET, digests=False)
-        with contextlib.redirect_stdout(io.StringIO()):  # tfds prints "Downloading and preparing ..."
-            builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(folder)))
+        if how_to_get is not None:
+            builder.HOW_TO_GET = how_to_get
+        if not builder.is_prepared():
+            # tfds refuses a missing or empty manual folder with a multi-line AssertionError: say which file first
+            check_files(Path(folder), config, builder.HOW_TO_GET, digests=False)
+            with contextlib.redirect_stdout(io.StringIO()):  # tfds prints "Downloading and preparing ..."
+                builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(folder)))
     return builder
 
 
 @contextlib.contextmanager
+def _quiet_absl() -> Iterator[None]:
+    """tfds's warnings about what a custom builder is (its whole config, a folder not built yet) are no
+    news to a trial: absl logs errors only, meanwhile."""
+    saved = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.ERROR)
+    try:
+        yield
+    finally:
+        absl_logging.set_verbosity(saved)
+
+
+@contextlib.contextmanager
 def _scratch_tempdir() -> Iterator[None]:
-    """``tempfile``'s folder pointed at a temporary folder of its own, removed afterwards."""
+    """``tempfile``'s folder pointed at a temporary folder of its own, removed afterwards: an unbuilt
+    builder makes an empty temporary folder for metadata from GCS (off without a network) and never
+    removes it."""
     saved = tempfile.tempdir
     with tempfile.TemporaryDirectory(prefix="trainmark-tfds-") as scratch:
         tempfile.tempdir = scratch
