@@ -208,16 +208,23 @@ def test_prepare_matches_the_rules_checksums(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(get_rules("transformer-mini").dataset["files"])
 
 
-@needs_sword
-def test_one_short_trial_then_check(tmp_path, capsys):
+def prepare_test_cut(tmp_path):
+    """`trainmark data prepare transformer-mini`, cut to what the test rules pin: the first 1,500
+    training and 50 validation pairs, and the subword model; returns the cut folder."""
     full, data = tmp_path / "full", tmp_path / "data"
     assert main(["data", "prepare", "transformer-mini", "--data-dir", str(full)]) == 0
     data.mkdir()
     shutil.copy(full / parallel_text.SPM_FILE, data / parallel_text.SPM_FILE)
     for names, keep in ((bible_parallel.FILES["train"], 1500), (bible_parallel.FILES["valid"], 50)):
-        for name in names:   # the test rules pin these cuts
+        for name in names:
             lines = (full / name).read_text(encoding="utf-8").splitlines(keepends=True)
             (data / name).write_text("".join(lines[:keep]), encoding="utf-8")
+    return data
+
+
+@needs_sword
+def test_one_short_trial_then_check(tmp_path, capsys):
+    data = prepare_test_cut(tmp_path)
     out = tmp_path / "sub"
     rc = main(["run", "transformer-mini", "--rules-dir", str(TEST_RULES), "--data-dir", str(data), "--out",
                str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet"])

@@ -88,23 +88,30 @@ def test_weights_carried_either_way_give_the_same_logits(name):
                                rtol=1e-4, atol=1e-4)
 
 
+def _carried_either_way(name):
+    """(direction, Keras model, PyTorch model) twice: the Keras weights in the PyTorch model, then the
+    PyTorch weights in the Keras model."""
+    from trainmark.harness import keras_weights
+
+    keras_model, torch_model = _pair(name)
+    arrays, _ = keras_weights.tensors(keras_model)
+    torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
+    yield "keras -> torch", keras_model, torch_model
+    keras_model, torch_model = _pair(name)
+    keras_weights.load(keras_model, {k: v.numpy() for k, v in torch_model.state_dict().items()})
+    yield "torch -> keras", keras_model, torch_model
+
+
 @needs_tf
 def test_transformer_weights_carried_either_way_give_the_same_logits():
     """Padded sources and targets (every mask in use): the same logits at every real target position."""
-    from trainmark.harness import keras_weights
     from trainmark.harness.tf_import import tf
 
     g = torch.Generator().manual_seed(1)
     src, tgt = torch.randint(4, 2000, (3, 9), generator=g), torch.randint(4, 2000, (3, 7), generator=g)
     src[1, 6:], src[2, 3:], tgt[0, 5:] = 0, 0, 0
     real = (tgt != 0).numpy()
-    for direction in ("keras -> torch", "torch -> keras"):
-        keras_model, torch_model = _pair("transformer-mini")
-        if direction == "keras -> torch":
-            arrays, _ = keras_weights.tensors(keras_model)
-            torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
-        else:
-            keras_weights.load(keras_model, {k: v.numpy() for k, v in torch_model.state_dict().items()})
+    for direction, keras_model, torch_model in _carried_either_way("transformer-mini"):
         with torch.no_grad():
             want = torch_model.eval()(src, tgt).numpy()
         got = keras_model((tf.constant(src.numpy()), tf.constant(tgt.numpy())), training=False).numpy()
@@ -115,7 +122,6 @@ def test_transformer_weights_carried_either_way_give_the_same_logits():
 def test_ds2_weights_carried_either_way_give_the_same_log_probs():
     """Utterances of four lengths (the masks and the backward GRUs' starts in use): the same
     log-probabilities at every valid frame, and the same frame counts."""
-    from trainmark.harness import keras_weights
     from trainmark.harness.tf_import import tf
     from trainmark.reference import registry
     from trainmark.rules import get_rules
@@ -124,13 +130,7 @@ def test_ds2_weights_carried_either_way_give_the_same_log_probs():
     waves, samples, targets, target_lens = ref.synthetic_batch(4)
     samples = samples - torch.tensor([0, 5000, 9000, 2000])
     feats, frames, _, _ = ref.to_device((waves, samples, targets, target_lens), torch.device("cpu"), False)
-    for direction in ("keras -> torch", "torch -> keras"):
-        keras_model, torch_model = _pair("ds2-mini")
-        if direction == "keras -> torch":
-            arrays, _ = keras_weights.tensors(keras_model)
-            torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
-        else:
-            keras_weights.load(keras_model, {k: v.numpy() for k, v in torch_model.state_dict().items()})
+    for direction, keras_model, torch_model in _carried_either_way("ds2-mini"):
         with torch.no_grad():
             want, want_frames = torch_model.eval()(feats, frames)
         got, got_frames = keras_model((tf.constant(feats.numpy()), tf.constant(frames.numpy())), training=False)
@@ -368,19 +368,13 @@ def test_transformer_mini_trains_under_tensorflow_then_passes_the_checker(tmp_pa
     from conftest import TEST_RULES
     from safetensors.torch import load_file
     from test_implementation_record import _rules_with_hashes
+    from test_sequence_transformer import prepare_test_cut
 
     from trainmark.digest import sha256_file
-    from trainmark.reference import bible_parallel, parallel_text, registry
+    from trainmark.reference import parallel_text, registry
     from trainmark.rules import get_rules
 
-    full, data = tmp_path / "full", tmp_path / "data"
-    assert main(["data", "prepare", "transformer-mini", "--data-dir", str(full)]) == 0
-    data.mkdir()
-    shutil.copy(full / parallel_text.SPM_FILE, data / parallel_text.SPM_FILE)
-    for names, keep in ((bible_parallel.FILES["train"], 1500), (bible_parallel.FILES["valid"], 50)):
-        for name in names:   # the test rules pin these cuts
-            lines = (full / name).read_text(encoding="utf-8").splitlines(keepends=True)
-            (data / name).write_text("".join(lines[:keep]), encoding="utf-8")
+    data = prepare_test_cut(tmp_path)
     src = tmp_path / "src"
     shutil.copytree(TEST_RULES, src)
     rule_file = src / "1.0" / "transformer-mini.yaml"
