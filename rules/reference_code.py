@@ -14,6 +14,7 @@ running it), and its rule file. Paths inside the record are ``code/<module/path>
 from __future__ import annotations
 
 import ast
+import re
 import importlib.util
 import json
 from pathlib import Path
@@ -88,7 +89,11 @@ def implementation_of(rules: BenchmarkRules, framework: object) -> str:
     """Whose trial this is: the reference model's id (``resnet-mini``) for PyTorch, ``resnet-mini@tensorflow``
     for a twin; what the rules' convergence points and curve bands are kept per."""
     model = rules.data["reference_model"]["id"]
-    return model if framework in (None, "pytorch") else f"{model}@{framework}"
+    if framework is None or framework == "pytorch":
+        return model
+    # the value comes from a submitted log: only a short framework name makes it into a finding
+    known = isinstance(framework, str) and re.fullmatch(r"[a-z0-9]{1,32}", framework)
+    return f"{model}@{framework if known else 'unknown-framework'}"
 
 
 def released_key(benchmark: str, framework: str = "pytorch") -> str:

@@ -448,6 +448,18 @@ def test_convergence_points_are_kept_per_implementation(tmp_path):
     assert not [f for f in check_path(tmp_path / "sub", TINY).findings if f.rule.startswith("CONVERGE")]
 
 
+def test_a_hostile_framework_name_stays_out_of_the_findings(tmp_path):
+    """trainmark_framework comes from the submitted log: a long value with control characters is not
+    echoed into the convergence finding, and names no implementation of the rules."""
+    plans = synthetic.default_plans(RULES)
+    for plan in plans:
+        plan.framework = "\x1b[2J" + "x" * 200  # a longer line is refused whole (MLLOG-010)
+    synthetic.write_submission(tmp_path, RULES, synthetic.tiny_reference_model(), plans=plans)
+    finding = assert_finding(check_path(tmp_path, TINY), "CONVERGE-002", BENCH, None)
+    assert "resnet-mini@unknown-framework" in finding.message
+    assert "\x1b" not in finding.message and len(finding.message) < 300
+
+
 def test_a_log_without_epoch_stops_cannot_pass_as_converged(tmp_path):
     """The convergence check counts epoch_stop events: a log that drops them (and names an epoch NaN)
     is refused with errors, not scored as a fast trial."""
