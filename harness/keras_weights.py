@@ -16,7 +16,9 @@ weight and bias, an Embedding's table is weight; a MultiHeadAttention's query, k
 (3 x heads x head size, in), its output kernel (heads, head size, out) is out_proj.weight transposed;
 a Bidirectional GRU (``reset_after``: PyTorch's formula) holds nn.GRU's weights with the gate blocks in
 Keras' order (update, reset, candidate; PyTorch's is reset, update, candidate) and both biases in one
-(2, 3 x hidden) array, the backward direction's as the ``_reverse`` tensors.
+(2, 3 x hidden) array, the backward direction's as the ``_reverse`` tensors; an LSTM's kernels are
+nn.LSTM's weight_ih_l0 and weight_hh_l0 transposed (the same gate order: input, forget, cell, output) and
+its one bias is the sum of nn.LSTM's two (carried as ``bias_ih_l0``, with a zero ``bias_hh_l0``).
 """
 from __future__ import annotations
 
@@ -69,6 +71,11 @@ def _to_torch(layer) -> tuple[dict[str, np.ndarray], list[str]]:
             out[f"weight_hh_l0{end}"] = _gates(get("recurrent_kernel").T)
             out[f"bias_ih_l0{end}"], out[f"bias_hh_l0{end}"] = (_gates(b) for b in get("bias"))
         return out, list(out)
+    if kind == "LSTM":  # one layer: kernel [in, 4H], recurrent_kernel [H, 4H], bias [4H]
+        get = lambda key: np.asarray(_cell(weights, key).numpy())  # noqa: E731
+        out = {"weight_ih_l0": get("kernel").T, "weight_hh_l0": get("recurrent_kernel").T,
+               "bias_ih_l0": get("bias"), "bias_hh_l0": np.zeros_like(get("bias"))}
+        return out, list(out)
     if kind not in _LAYOUT:
         raise ValueError(f"layer {layer.name!r} ({kind}) has no canonical layout")
     out, params = {}, []
@@ -99,6 +106,11 @@ def _from_torch(layer, get) -> None:
             _assign(_direction(weights, direction, "bias"),
                     np.stack([_gates(get(f"bias_ih_l0{end}")), _gates(get(f"bias_hh_l0{end}"))]), layer.name)
         return
+    if kind == "LSTM":
+        _assign(_cell(weights, "kernel"), get("weight_ih_l0").T, layer.name)
+        _assign(_cell(weights, "recurrent_kernel"), get("weight_hh_l0").T, layer.name)
+        _assign(_cell(weights, "bias"), get("bias_ih_l0") + get("bias_hh_l0"), layer.name)
+        return
     for keras_name, suffix, axes, _ in _LAYOUT[kind]:
         if keras_name in weights:
             value = get(suffix)
@@ -108,6 +120,12 @@ def _from_torch(layer, get) -> None:
 def _direction(weights: dict, direction: str, name: str):
     """One direction's weight of a Bidirectional layer (``forward_gru/gru_cell/kernel``)."""
     (match,) = [w for key, w in weights.items() if key.startswith(direction) and key.rsplit("/", 1)[-1] == name]
+    return match
+
+
+def _cell(weights: dict, name: str):
+    """A recurrent layer's cell weight (``lstm_cell/kernel``)."""
+    (match,) = [w for key, w in weights.items() if key.rsplit("/", 1)[-1] == name]
     return match
 
 

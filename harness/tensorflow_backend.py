@@ -71,7 +71,7 @@ class TensorFlowTrainer:
         self.twin = twin_module(ref).TWINS[ref.name](ref, hp, self.steps_per_epoch, seed)
         self.model = self.twin.model
         self.twin.optimizer.build(self.model.trainable_variables)
-        self._step = tf.function(training_step(self.twin), jit_compile=False, reduce_retracing=True)
+        self._step = tf.function(training_step(self.twin), jit_compile=False, reduce_retracing=True, autograph=False)
         self.steps = 0
         self.loss = tf.constant(0.0)
         self._nonfinite = False
@@ -117,11 +117,12 @@ class TensorFlowTrainer:
 
     def _count_flops(self) -> int | None:
         """FLOPs of one training step at the global batch, on the reference's synthetic batch (a twin with
-        recurrent layers is counted unrolled: a loop's body is a graph of its own)."""
+        recurrent layers is counted unrolled, a loop's body being a graph of its own; a twin whose work
+        depends on the data, the adaptive softmax's, is counted with the example batch's shapes fixed)."""
         key = (self.ref.name, self.local_batch, type(self.twin).__name__)
         if key not in _FLOPS:  # tracing an unrolled recurrent twin takes a minute: once per process
             example = self.prepare(self.ref.synthetic_batch(self.local_batch))
-            twin = self.twin.unrolled() if hasattr(self.twin, "unrolled") else self.twin
+            twin = self.twin.unrolled(example) if hasattr(self.twin, "unrolled") else self.twin
             _FLOPS[key] = step_flops(training_step(twin), example) or None
         return _FLOPS[key]
 
@@ -130,7 +131,9 @@ _FLOPS: dict[tuple, int | None] = {}  # (benchmark, batch, twin) -> FLOPs per st
 
 
 def training_step(twin) -> Callable:
-    """One training step of a twin: loss and gradients, the global norm clipped, the optimizer applied."""
+    """One training step of a twin: loss and gradients, the global norm clipped, the optimizer applied.
+    Traced without AutoGraph: its Python control flow is fixed when traced (AutoGraph, trying to convert
+    this closure, only warns that it cannot)."""
     def step(*inputs):
         variables = twin.model.trainable_variables
         with tf.GradientTape() as tape:
@@ -152,7 +155,7 @@ def step_flops(train_step, example: tuple) -> int:
     ops besides, so it is not used. A recurrent layer's loop body is a graph of its own: trace an
     unrolled twin instead."""
     specs = [tf.TensorSpec(t.shape, t.dtype) for t in example]
-    graph = tf.function(train_step).get_concrete_function(*specs).graph
+    graph = tf.function(train_step, autograph=False).get_concrete_function(*specs).graph
     return sum(_op_flops(op) for op in _live_ops(graph))
 
 

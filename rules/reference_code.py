@@ -34,7 +34,14 @@ def module_path(module: str, origin: Path) -> str:
 
 
 def _origin(module: str) -> Path | None:
-    try:
+    """A module's source file. One of ``trainmark.reference`` is found on disk: nothing is imported or run
+    (a name imported from a module, ``keras_twins.recipe.as_tf``, has no file of its own and gives None;
+    asking importlib would run ``recipe``, and TensorFlow with it)."""
+    if module == PACKAGE or module.startswith(PACKAGE + "."):
+        spec = importlib.util.find_spec(PACKAGE)  # the package itself: trainmark.reference is TensorFlow-free
+        path = Path(spec.submodule_search_locations[0]).joinpath(*module.removeprefix(PACKAGE).split(".")[1:])
+        return next((p for p in (path / "__init__.py", path.parent / f"{path.name}.py") if p.is_file()), None)
+    try:  # a reference registered from elsewhere (the tests' tiny one)
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         return None
@@ -82,7 +89,8 @@ def reference_modules(root_module: str) -> dict[str, Path]:
 # TensorFlow). A twin's record holds its module and what that imports: its data builder and recipe.
 TWINS = {"tensorflow": ("trainmark.reference.keras_twins.fashion_mnist",
                         "trainmark.reference.keras_twins.transformer",
-                        "trainmark.reference.keras_twins.ds2")}
+                        "trainmark.reference.keras_twins.ds2",
+                        "trainmark.reference.keras_twins.lstm")}
 
 
 def implementation_of(rules: BenchmarkRules, framework: object) -> str:

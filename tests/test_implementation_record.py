@@ -79,6 +79,20 @@ def test_reference_sources_follow_imports_of_the_reference_package():
     assert sources["code/rules/1.0/resnet-mini.yaml"] == SHIPPED_RULES / "1.0" / "resnet-mini.yaml"
 
 
+def test_a_twins_sources_are_found_by_reading_never_by_running_them():
+    """The Keras twins import TensorFlow at the top; listing their sources (``trainmark rules code-hashes``)
+    must not run them: ``from recipe import as_tf`` names no module file, and nothing is imported to learn so."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from trainmark.rules import get_rules, reference_code as rc; "
+            "s = rc.reference_sources(get_rules('lstm-mini'), 'tensorflow'); "
+            "print('code/trainmark/reference/keras_twins/recipe.py' in s, 'tensorflow' in sys.modules, "
+            "any(m.startswith('trainmark.reference.keras_twins.') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "False"]
+
+
 def test_run_writes_the_record_and_check_verifies_it(run_copy):
     out, rules = run_copy
     record = out / RECORD

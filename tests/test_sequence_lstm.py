@@ -156,14 +156,20 @@ def test_prepare_is_refused_for_a_downloaded_dataset(capsys):
     assert "nothing to prepare" in capsys.readouterr().err
 
 
-@needs_bible
-def test_one_short_trial_then_check(tmp_path, capsys):
+def prepare_test_cut(tmp_path):
+    """The test rules' cut of the prepared KJV (the first 4,000 training and 400 validation verses)."""
     full, data = tmp_path / "full", tmp_path / "data"
     assert main(["data", "prepare", "lstm-mini", "--data-dir", str(full)]) == 0
     data.mkdir()
     for name, keep in ((kjv.TRAIN_FILE, 4000), (kjv.VALID_FILE, 400)):   # the test rules pin these cuts
         lines = (full / name).read_text(encoding="utf-8").splitlines(keepends=True)
         (data / name).write_text("".join(lines[:keep]), encoding="utf-8")
+    return data
+
+
+@needs_bible
+def test_one_short_trial_then_check(tmp_path, capsys):
+    data = prepare_test_cut(tmp_path)
     out = tmp_path / "sub"
     rc = main(["run", "lstm-mini", "--rules-dir", str(TEST_RULES), "--data-dir", str(data), "--out", str(out),
                "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet"])

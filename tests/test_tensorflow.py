@@ -16,7 +16,7 @@ from trainmark.format import structure
 needs_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
                               reason="TensorFlow not installed (pip install -e '.[tensorflow]')")
 MINIS = ["resnet-mini", "vgg-mini", "inception-mini"]  # the Fashion-MNIST twins
-TWINS = [*MINIS, "transformer-mini", "ds2-mini"]
+TWINS = [*MINIS, "transformer-mini", "ds2-mini", "lstm-mini"]
 
 
 def test_framework_not_installed_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -137,6 +137,25 @@ def test_ds2_weights_carried_either_way_give_the_same_log_probs():
         assert got_frames.numpy().tolist() == want_frames.tolist() and len(set(want_frames.tolist())) == 4
         valid = (torch.arange(want.shape[0])[:, None] < want_frames[None]).numpy()
         np.testing.assert_allclose(got.numpy()[valid], want.numpy()[valid], rtol=1e-4, atol=1e-4, err_msg=direction)
+
+
+@needs_tf
+def test_lstm_weights_carried_either_way_give_the_same_nll_and_state():
+    """Every word class in use (shortlist and both clusters), and a second chunk that starts from the first
+    chunk's state, as the reference's evaluation carries it: the same NLL of every token either way."""
+    from trainmark.harness.tf_import import tf
+
+    g = torch.Generator().manual_seed(2)
+    tokens, targets = torch.randint(0, 10_000, (2, 2, 3, 12), generator=g)  # 2 chunks of 3 streams x 12 tokens
+    targets[0, 0, :4] = torch.tensor([3, 700, 2_500, 9_999])
+    for direction, keras_model, torch_model in _carried_either_way("lstm-mini"):
+        with torch.no_grad():
+            first, state = torch_model.eval()(tokens[0], targets[0])
+            second, _ = torch_model(tokens[1], targets[1], state)
+        got, keras_state = keras_model.nll(tf.constant(tokens[0].numpy()), tf.constant(targets[0].numpy()))
+        np.testing.assert_allclose(got.numpy(), first.numpy(), rtol=1e-4, atol=1e-4, err_msg=direction)
+        got, _ = keras_model.nll(tf.constant(tokens[1].numpy()), tf.constant(targets[1].numpy()), keras_state)
+        np.testing.assert_allclose(got.numpy(), second.numpy(), rtol=1e-4, atol=1e-4, err_msg=direction)
 
 
 @needs_tf
@@ -443,3 +462,40 @@ def test_ds2_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, caps
     model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
     errors, words = ref.evaluate(model.eval(), ref.load_data(data), torch.device("cpu"))
     assert abs(errors / words - t["final_metric"]) <= 0.01  # greedy decoding: a near-tie may flip a frame
+
+
+@needs_tf
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bible") is None, reason="Debian bible-kjv not installed")
+def test_lstm_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
+    """tests/test_sequence_lstm.py's short trial under TensorFlow: the KJV through tensorflow-datasets, a
+    converged trial, `trainmark check` with no code finding against the released ``lstm-mini@tensorflow``
+    hashes, and weights that score the same perplexity in the PyTorch reference."""
+    from conftest import TEST_RULES
+    from safetensors.torch import load_file
+    from test_implementation_record import _rules_with_hashes
+    from test_sequence_lstm import prepare_test_cut
+
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    data = prepare_test_cut(tmp_path)
+    rules = _rules_with_hashes(tmp_path / "rules", TEST_RULES)
+    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
+    out = tmp_path / "sub"
+    assert main(["run", "lstm-mini", "--framework", "tensorflow", "--rules-dir", str(rules), "--data-dir", str(data),
+                 "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet"]) == 0
+    d = out / "closed" / "ci" / "results" / "ci-box" / "lstm-mini"
+    t = json.loads((d / "trial_1" / "trial.json").read_text())
+    target = get_rules("lstm-mini", rules_root=rules).target
+    assert t["status"] == "converged" and 1.0 < t["final_metric"] <= target and t["flops_per_step"] > 0
+    assert list((tmp_path / "tfds" / "trainmark_kjv").iterdir())
+    capsys.readouterr()
+    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
+    ref = registry.for_rules(get_rules("lstm-mini", rules_root=rules))
+    model = ref.build_model()
+    model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
+    perplexity = ref.finalize_metric(*ref.evaluate(model.eval(), ref.load_data(data), torch.device("cpu")))
+    assert abs(perplexity / t["final_metric"] - 1) <= 1e-3

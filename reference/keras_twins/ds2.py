@@ -117,8 +117,9 @@ class DS2Twin:
     def build_model(ref) -> DeepSpeech2:
         return deepspeech2(ref)
 
-    def unrolled(self) -> "DS2Twin":
-        """The same twin with its GRUs unrolled: a graph whose every step's matmuls can be counted."""
+    def unrolled(self, example: tuple | None = None) -> "DS2Twin":
+        """The same twin with its GRUs unrolled: a graph whose every step's matmuls can be counted (the
+        shapes do not depend on the batch's values: ``example`` is not needed)."""
         return DS2Twin(*self._args, unroll=True)
 
     def inputs(self, *batch: torch.Tensor) -> tuple:
