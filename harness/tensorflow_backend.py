@@ -8,8 +8,10 @@ A twin (reference/keras_twins/) is what this trainer steps; it has
 - ``inputs(*batch)``: a batch of the reference's ``train_batches`` as TensorFlow tensors;
 - ``loss(*inputs, training)``: (the loss logged, the objective differentiated);
 - whatever the reference's own ``evaluate`` calls on a PyTorch model (``model(images)``,
-  ``model.greedy(src, max_len)``), taking and returning PyTorch tensors, so that evaluation is the
-  reference's code, not a copy.
+  ``model.greedy(src, max_len)``, ``model(tokens, targets, state)``), taking and returning PyTorch
+  tensors, so that evaluation is the reference's code, not a copy;
+- optionally ``unrolled(example)``: a twin whose graph the FLOP count can read (recurrent layers
+  unrolled, data-dependent shapes fixed to ``example``'s).
 
 The data path is the reference's own: the same batches, in the same order for a seed, with the same
 augmentation as a PyTorch trial, read through tensorflow-datasets (reference/tfds_builders/), so that a
