@@ -376,22 +376,52 @@ def test_sweep_times_the_tensorflow_step(tmp_path, capsys):
     assert "only --precisions fp32" in capsys.readouterr().err
 
 
+def _trial_under_tensorflow(name, rules, data, seed, tfds_name, tmp_path, capsys, monkeypatch):
+    """One TensorFlow trial of ``name`` through `trainmark run`, its data read through tensorflow-datasets,
+    then `trainmark check`: (trial.json, the rules' target, the PyTorch reference, its model holding the
+    trial's weights), after asserting what every such trial must show: it converged, counted its FLOPs,
+    built its tfds dataset, kept tfds's own lines out of --quiet, named TensorFlow in the system
+    description, and passed the checker with no code finding against the released ``name@tensorflow``."""
+    from safetensors.torch import load_file
+
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
+    out = tmp_path / "sub"
+    capsys.readouterr()
+    assert main(["run", name, "--framework", "tensorflow", "--rules-dir", str(rules), "--data-dir", str(data),
+                 "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", str(seed),
+                 "--quiet"]) == 0
+    assert "Downloading and preparing" not in capsys.readouterr().out
+    d = out / "closed" / "ci" / "results" / "ci-box" / name
+    t = json.loads((d / "trial_1" / "trial.json").read_text())
+    assert t["status"] == "converged" and t["flops_per_step"] > 0
+    assert list((tmp_path / "tfds" / tfds_name).iterdir())
+    described = json.loads((out / "closed" / "ci" / "systems" / "ci-box.json").read_text())
+    assert described["framework"].startswith("TensorFlow ") and described["software_versions"]["tensorflow"]
+    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
+    ref = registry.for_rules(get_rules(name, rules_root=rules))
+    model = ref.build_model()
+    model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
+    return t, get_rules(name, rules_root=rules).target, ref, model.eval()
+
+
 @needs_tf
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("diatheke") is None, reason="Debian diatheke + sword-text-kjv/-web not installed")
 def test_transformer_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
-    """tests/test_sequence_transformer.py's short trial (the test rules' 1,500 + 50 pairs), under TensorFlow:
-    the data through tensorflow-datasets, a converged trial, `trainmark check` with no code finding against
-    the released ``transformer-mini@tensorflow`` hashes, and weights the PyTorch reference reads."""
+    """tests/test_sequence_transformer.py's short trial (the test rules' 1,500 + 50 pairs), under TensorFlow
+    (``_trial_under_tensorflow``); its weights, in the PyTorch reference, score the BLEU the twin did."""
     import yaml
     from conftest import TEST_RULES
-    from safetensors.torch import load_file
     from test_implementation_record import _rules_with_hashes
     from test_sequence_transformer import prepare_test_cut
 
     from trainmark.digest import sha256_file
-    from trainmark.reference import parallel_text, registry
-    from trainmark.rules import get_rules
+    from trainmark.reference import parallel_text
 
     data = prepare_test_cut(tmp_path)
     src = tmp_path / "src"
@@ -401,66 +431,31 @@ def test_transformer_mini_trains_under_tensorflow_then_passes_the_checker(tmp_pa
     rule["dataset"]["files"][parallel_text.SPM_FILE] = sha256_file(data / parallel_text.SPM_FILE)  # tfds reads it
     rule_file.write_text(yaml.safe_dump(rule))
     rules = _rules_with_hashes(tmp_path / "rules", src)
-    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
-    out = tmp_path / "sub"
-    assert main(["run", "transformer-mini", "--framework", "tensorflow", "--rules-dir", str(rules), "--data-dir",
-                 str(data), "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7",
-                 "--quiet"]) == 0
-    assert "Downloading and preparing" not in capsys.readouterr().out  # tfds's own lines stay out of --quiet
-    d = out / "closed" / "ci" / "results" / "ci-box" / "transformer-mini"
-    t = json.loads((d / "trial_1" / "trial.json").read_text())
-    target = get_rules("transformer-mini", rules_root=rules).target
-    assert t["status"] == "converged" and target <= t["final_metric"] <= 100 and t["flops_per_step"] > 0
-    assert list((tmp_path / "tfds" / "trainmark_bible_parallel").iterdir())
-    described = json.loads((out / "closed" / "ci" / "systems" / "ci-box.json").read_text())
-    assert described["framework"].startswith("TensorFlow ") and described["software_versions"]["tensorflow"]
-    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
-    # the Keras weights, in the PyTorch reference, decode the first validation sentences as the twin did
-    ref = registry.for_rules(get_rules("transformer-mini", rules_root=rules))
-    model = ref.build_model()
-    model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
-    stats = ref.evaluate(model.eval(), ref.load_data(data), torch.device("cpu"))
+    t, target, ref, model = _trial_under_tensorflow("transformer-mini", rules, data, 7, "trainmark_bible_parallel",
+                                                    tmp_path, capsys, monkeypatch)
+    assert target <= t["final_metric"] <= 100
+    stats = ref.evaluate(model, ref.load_data(data), torch.device("cpu"))
     assert abs(ref.finalize_metric(*stats) - t["final_metric"]) <= 1.0  # BLEU points: greedy ties may differ
 
 
 @needs_tf
 @pytest.mark.slow
 def test_ds2_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
-    """tests/test_sequence_ds2.py's short trial under TensorFlow: FSDD through tensorflow-datasets, a
-    converged trial, `trainmark check` with no code finding against the released ``ds2-mini@tensorflow``
-    hashes, and weights that score the same WER in the PyTorch reference."""
+    """tests/test_sequence_ds2.py's short trial under TensorFlow (``_trial_under_tensorflow``), on real FSDD;
+    its weights, in the PyTorch reference, score the same WER."""
     from conftest import TEST_RULES
-    from safetensors.torch import load_file
     from test_implementation_record import _rules_with_hashes
     from test_sequence_ds2 import FSDD
-
-    from trainmark.reference import registry
-    from trainmark.rules import get_rules
 
     if not (FSDD / "recordings").is_dir():
         pytest.skip("FSDD not at ../shared/datasets/fsdd")
     data = tmp_path / "data"
     assert main(["data", "prepare", "ds2-mini", "--source", str(FSDD), "--data-dir", str(data)]) == 0
     rules = _rules_with_hashes(tmp_path / "rules", TEST_RULES)
-    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
-    out = tmp_path / "sub"
-    assert main(["run", "ds2-mini", "--framework", "tensorflow", "--rules-dir", str(rules), "--data-dir", str(data),
-                 "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "3", "--quiet"]) == 0
-    d = out / "closed" / "ci" / "results" / "ci-box" / "ds2-mini"
-    t = json.loads((d / "trial_1" / "trial.json").read_text())
-    target = get_rules("ds2-mini", rules_root=rules).target
-    assert t["status"] == "converged" and 0.0 <= t["final_metric"] <= target and t["flops_per_step"] > 0
-    assert list((tmp_path / "tfds" / "trainmark_fsdd").iterdir())
-    capsys.readouterr()
-    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
-    ref = registry.for_rules(get_rules("ds2-mini", rules_root=rules))
-    model = ref.build_model()
-    model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
-    errors, words = ref.evaluate(model.eval(), ref.load_data(data), torch.device("cpu"))
+    t, target, ref, model = _trial_under_tensorflow("ds2-mini", rules, data, 3, "trainmark_fsdd",
+                                                    tmp_path, capsys, monkeypatch)
+    assert 0.0 <= t["final_metric"] <= target
+    errors, words = ref.evaluate(model, ref.load_data(data), torch.device("cpu"))
     assert abs(errors / words - t["final_metric"]) <= 0.01  # greedy decoding: a near-tie may flip a frame
 
 
@@ -468,34 +463,16 @@ def test_ds2_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, caps
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bible") is None, reason="Debian bible-kjv not installed")
 def test_lstm_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
-    """tests/test_sequence_lstm.py's short trial under TensorFlow: the KJV through tensorflow-datasets, a
-    converged trial, `trainmark check` with no code finding against the released ``lstm-mini@tensorflow``
-    hashes, and weights that score the same perplexity in the PyTorch reference."""
+    """tests/test_sequence_lstm.py's short trial under TensorFlow (``_trial_under_tensorflow``), on the test
+    rules' cut of the KJV; its weights, in the PyTorch reference, score the same perplexity."""
     from conftest import TEST_RULES
-    from safetensors.torch import load_file
     from test_implementation_record import _rules_with_hashes
     from test_sequence_lstm import prepare_test_cut
 
-    from trainmark.reference import registry
-    from trainmark.rules import get_rules
-
     data = prepare_test_cut(tmp_path)
     rules = _rules_with_hashes(tmp_path / "rules", TEST_RULES)
-    monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
-    out = tmp_path / "sub"
-    assert main(["run", "lstm-mini", "--framework", "tensorflow", "--rules-dir", str(rules), "--data-dir", str(data),
-                 "--out", str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet"]) == 0
-    d = out / "closed" / "ci" / "results" / "ci-box" / "lstm-mini"
-    t = json.loads((d / "trial_1" / "trial.json").read_text())
-    target = get_rules("lstm-mini", rules_root=rules).target
-    assert t["status"] == "converged" and 1.0 < t["final_metric"] <= target and t["flops_per_step"] > 0
-    assert list((tmp_path / "tfds" / "trainmark_kjv").iterdir())
-    capsys.readouterr()
-    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
-    ref = registry.for_rules(get_rules("lstm-mini", rules_root=rules))
-    model = ref.build_model()
-    model.load_state_dict(load_file(d / "trial_1" / "model.safetensors"))
-    perplexity = ref.finalize_metric(*ref.evaluate(model.eval(), ref.load_data(data), torch.device("cpu")))
+    t, target, ref, model = _trial_under_tensorflow("lstm-mini", rules, data, 7, "trainmark_kjv",
+                                                    tmp_path, capsys, monkeypatch)
+    assert 1.0 < t["final_metric"] <= target
+    perplexity = ref.finalize_metric(*ref.evaluate(model, ref.load_data(data), torch.device("cpu")))
     assert abs(perplexity / t["final_metric"] - 1) <= 1e-3
