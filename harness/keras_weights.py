@@ -66,15 +66,16 @@ def _to_torch(layer) -> tuple[dict[str, np.ndarray], list[str]]:
     if kind == "Bidirectional":  # of a GRU (reset_after, as nn.GRU): kernel [in, 3H], bias [input, recurrent]
         out = {}
         for direction, end in _DIRECTIONS:
-            get = lambda key: np.asarray(_direction(weights, direction, key).numpy())  # noqa: E731
+            get = lambda key: np.asarray(_cell_weight(weights, key, direction).numpy())  # noqa: E731
             out[f"weight_ih_l0{end}"] = _gates(get("kernel").T)
             out[f"weight_hh_l0{end}"] = _gates(get("recurrent_kernel").T)
             out[f"bias_ih_l0{end}"], out[f"bias_hh_l0{end}"] = (_gates(b) for b in get("bias"))
         return out, list(out)
     if kind == "LSTM":  # one layer: kernel [in, 4H], recurrent_kernel [H, 4H], bias [4H]
-        get = lambda key: np.asarray(_cell(weights, key).numpy())  # noqa: E731
+        get = lambda key: np.asarray(_cell_weight(weights, key).numpy())  # noqa: E731
+        bias = get("bias")
         out = {"weight_ih_l0": get("kernel").T, "weight_hh_l0": get("recurrent_kernel").T,
-               "bias_ih_l0": get("bias"), "bias_hh_l0": np.zeros_like(get("bias"))}
+               "bias_ih_l0": bias, "bias_hh_l0": np.zeros_like(bias)}
         return out, list(out)
     if kind not in _LAYOUT:
         raise ValueError(f"layer {layer.name!r} ({kind}) has no canonical layout")
@@ -100,16 +101,16 @@ def _from_torch(layer, get) -> None:
         return
     if kind == "Bidirectional":
         for direction, end in _DIRECTIONS:
-            _assign(_direction(weights, direction, "kernel"), _gates(get(f"weight_ih_l0{end}")).T, layer.name)
-            _assign(_direction(weights, direction, "recurrent_kernel"), _gates(get(f"weight_hh_l0{end}")).T,
+            _assign(_cell_weight(weights, "kernel", direction), _gates(get(f"weight_ih_l0{end}")).T, layer.name)
+            _assign(_cell_weight(weights, "recurrent_kernel", direction), _gates(get(f"weight_hh_l0{end}")).T,
                     layer.name)
-            _assign(_direction(weights, direction, "bias"),
+            _assign(_cell_weight(weights, "bias", direction),
                     np.stack([_gates(get(f"bias_ih_l0{end}")), _gates(get(f"bias_hh_l0{end}"))]), layer.name)
         return
     if kind == "LSTM":
-        _assign(_cell(weights, "kernel"), get("weight_ih_l0").T, layer.name)
-        _assign(_cell(weights, "recurrent_kernel"), get("weight_hh_l0").T, layer.name)
-        _assign(_cell(weights, "bias"), get("bias_ih_l0") + get("bias_hh_l0"), layer.name)
+        _assign(_cell_weight(weights, "kernel"), get("weight_ih_l0").T, layer.name)
+        _assign(_cell_weight(weights, "recurrent_kernel"), get("weight_hh_l0").T, layer.name)
+        _assign(_cell_weight(weights, "bias"), get("bias_ih_l0") + get("bias_hh_l0"), layer.name)
         return
     for keras_name, suffix, axes, _ in _LAYOUT[kind]:
         if keras_name in weights:
@@ -117,15 +118,10 @@ def _from_torch(layer, get) -> None:
             _assign(weights[keras_name], value.transpose(np.argsort(axes)) if axes else value, layer.name)
 
 
-def _direction(weights: dict, direction: str, name: str):
-    """One direction's weight of a Bidirectional layer (``forward_gru/gru_cell/kernel``)."""
+def _cell_weight(weights: dict, name: str, direction: str = ""):
+    """A recurrent layer's cell weight (``lstm_cell/kernel``), of one direction of a Bidirectional layer
+    when ``direction`` is given (``forward_gru/gru_cell/kernel``)."""
     (match,) = [w for key, w in weights.items() if key.startswith(direction) and key.rsplit("/", 1)[-1] == name]
-    return match
-
-
-def _cell(weights: dict, name: str):
-    """A recurrent layer's cell weight (``lstm_cell/kernel``)."""
-    (match,) = [w for key, w in weights.items() if key.rsplit("/", 1)[-1] == name]
     return match
 
 
