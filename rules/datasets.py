@@ -94,6 +94,25 @@ def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
     return problems
 
 
+def verify_archives(rules: BenchmarkRules, folder: Path) -> list[str]:
+    """What is missing or differs from the rules' ``dataset.archives`` (name -> {md5}): the archives as
+    image-net.org hands them out, which tensorflow-datasets' builder reads instead of the extracted folders
+    that the listing pins (``--framework tensorflow``). Every byte is hashed (minutes for ImageNet's 147 GB)."""
+    problems = []
+    for name, sums in (rules.dataset.get("archives") or {}).items():
+        path = Path(folder) / name
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+            continue
+        h = hashlib.md5(usedforsecurity=False)  # the checksum image-net.org and torchvision publish
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+        if h.hexdigest() != sums["md5"]:
+            problems.append(f"{path}: md5 {h.hexdigest()}, rules say {sums['md5']}")
+    return problems
+
+
 if __name__ == "__main__":  # print the ``dataset.listing`` block of a folder, to pin it in a rule file
     import sys
 

@@ -90,7 +90,8 @@ def reference_modules(root_module: str) -> dict[str, Path]:
 TWINS = {"tensorflow": ("trainmark.reference.keras_twins.fashion_mnist",
                         "trainmark.reference.keras_twins.transformer",
                         "trainmark.reference.keras_twins.ds2",
-                        "trainmark.reference.keras_twins.lstm")}
+                        "trainmark.reference.keras_twins.lstm",
+                        "trainmark.reference.keras_twins.imagenet")}
 
 
 def implementation_of(rules: BenchmarkRules, framework: object) -> str:

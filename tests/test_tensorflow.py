@@ -17,6 +17,7 @@ needs_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
                               reason="TensorFlow not installed (pip install -e '.[tensorflow]')")
 MINIS = ["resnet-mini", "vgg-mini", "inception-mini"]  # the Fashion-MNIST twins
 TWINS = [*MINIS, "transformer-mini", "ds2-mini", "lstm-mini"]
+FULL_SIZE = ["resnet50", "vgg16", "inception-v3"]  # reference/keras_twins/imagenet.py
 
 
 def test_framework_not_installed_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -52,7 +53,7 @@ def test_every_trial_of_a_twin_has_the_same_description():
 
 
 @needs_tf
-@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize("name", TWINS + FULL_SIZE)
 def test_keras_twin_has_the_reference_tensors(name):
     from trainmark.harness import keras_weights
 
@@ -86,6 +87,26 @@ def test_weights_carried_either_way_give_the_same_logits(name):
         want = other_torch(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(other_keras(x.transpose(0, 2, 3, 1), training=False).numpy(), want,
                                rtol=1e-4, atol=1e-4)
+
+
+@needs_tf
+@pytest.mark.parametrize("name", FULL_SIZE)
+def test_full_size_weights_carried_either_way_give_the_same_logits(name):
+    """torchvision's network and its Keras twin at the reference's resolution, in evaluation mode: the Keras
+    weights in torchvision's model, then torchvision's in the Keras model, give the same logits (inception-v3's
+    Keras model also returns its auxiliary logits, which torchvision computes in training mode only)."""
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    side = registry.for_rules(get_rules(name)).train_crop
+    x = np.random.default_rng(2).standard_normal((2, 3, side, side)).astype(np.float32)
+    for direction, keras_model, torch_model in _carried_either_way(name):
+        torch_model.eval()
+        with torch.no_grad():
+            want = torch_model(torch.from_numpy(x)).numpy()
+        got = keras_model(x.transpose(0, 2, 3, 1), training=False)
+        got = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * float(np.abs(want).max()), err_msg=direction)
 
 
 def _carried_either_way(name):
@@ -315,7 +336,7 @@ def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, c
 
 
 @needs_tf
-@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize("name", TWINS + FULL_SIZE)
 def test_flops_per_step_agree_with_the_pytorch_count_within_2_percent(name):
     from trainmark.harness.pytorch_backend import PyTorchBackend
     from trainmark.harness.tensorflow_backend import TensorFlowBackend
