@@ -93,6 +93,24 @@ def test_tfds_imagenet2012_is_the_folder_loaders_data_in_its_order(archives):
 
 
 @needs_tf
+def test_tfds_imagenet2012_is_read_by_worker_processes(archives, monkeypatch):
+    """A real run decodes in DataLoader workers. Forked from a process that has run TensorFlow and
+    array_record's readers, a worker dies of a segmentation fault; the split's workers are spawned instead,
+    and their batches are the folder loader's."""
+    from trainmark.reference.tfds_builders import imagenet2012
+
+    tars, folders, _ = archives
+    ours, theirs = imagenet2012.load(tars, 224, 256, 224), imagenet.load(folders, 224, 256, 224)
+    monkeypatch.setenv(imagenet.WORKERS_ENV, "1")
+    order = list(range(VAL_IMAGES))[::-1]
+    got = list(imagenet.loader(ours.val, order, 4, seed=0, drop_last=False))
+    monkeypatch.setenv(imagenet.WORKERS_ENV, "0")
+    want = list(imagenet.loader(theirs.val, order, 4, seed=0, drop_last=False))
+    assert len(got) == len(want) == 2
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(got, want))
+
+
+@needs_tf
 def test_tfds_imagenet2012_missing_archive_is_one_line(archives):
     from trainmark.errors import UserError
     from trainmark.reference.tfds_builders import imagenet2012

@@ -93,6 +93,10 @@ class TfdsImageSplit(Dataset):
     """One split of tfds's records, as ``imagenet.ImageFolderSplit``: ``(uint8 tensor [3, crop, crop], label)``
     per index, in the PyTorch loader's order, through the reference's own transform."""
 
+    # DataLoader workers forked from a process that has run TensorFlow and array_record's readers die of a
+    # segmentation fault (measured with 2 workers on the test fixture): they start as fresh processes instead
+    worker_start_method = "spawn"
+
     def __init__(self, builder_dir: str, split: str, index: np.ndarray, labels: np.ndarray, transform):
         self.builder_dir, self.split, self.transform = builder_dir, split, transform
         self.index, self.labels = index, labels
