@@ -35,7 +35,7 @@ from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
 from trainmark.reference import registry
 from trainmark.rules import LATEST_VERSION, get_rules
-from trainmark.rules.datasets import resolve_data_dir, verify_archives, verify_dataset
+from trainmark.rules.datasets import resolve_data_dir, verify_for
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -347,9 +347,7 @@ def prepare(opts: RunOptions) -> Prepared:
 
     data_dir = resolve_data_dir(rules, opts.data_dir)
     if opts.division == "closed":
-        # TensorFlow reads what tfds's builder reads: the archives, where the rules pin them (ImageNet's tars)
-        by_archive = opts.framework == "tensorflow" and rules.dataset.get("archives")
-        problems = verify_archives(rules, data_dir) if by_archive else verify_dataset(rules, data_dir)
+        problems, _ = verify_for(rules, data_dir, opts.framework)  # what this framework reads (ImageNet: tars)
         if problems:
             raise UserError(f"dataset in {data_dir} does not match rules {rules.version} "
                             f"(closed division needs the exact data): {'; '.join(problems)}")

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from trainmark.errors import UserError
 from trainmark.rules import LATEST_VERSION, get_rules, load_ruleset
-from trainmark.rules.datasets import resolve_data_dir, verify_dataset
+from trainmark.rules.datasets import resolve_data_dir, verify_for
 from trainmark.rules.docs import render_markdown
 
 
@@ -48,6 +48,9 @@ def register(sub) -> None:
     p = dsub.add_parser("verify", help="check a dataset against the checksums in the rules")
     p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
     p.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' folder or environment variable)")
+    p.add_argument("--framework", choices=["pytorch", "tensorflow"], default="pytorch",
+                   help="check what a run under this framework reads (tensorflow: ImageNet's archives, "
+                        "which tfds builds from, instead of the extracted folders)")
     _version_args(p)
     p.set_defaults(func=cmd_verify)
     p = dsub.add_parser("prepare", help="build a dataset from its source (untimed), then verify it")
@@ -135,7 +138,7 @@ def cmd_verify(args) -> int:
 
     check_rules_dir(args.rules_dir)
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
-    return _verify(r, resolve_data_dir(r, args.data_dir))
+    return _verify(r, resolve_data_dir(r, args.data_dir), args.framework)
 
 
 def cmd_prepare(args) -> int:
@@ -149,10 +152,9 @@ def cmd_prepare(args) -> int:
     return _verify(r, folder)
 
 
-def _verify(r, folder: Path) -> int:
-    problems = verify_dataset(r, folder)
+def _verify(r, folder: Path, framework: str = "pytorch") -> int:
+    problems, checked = verify_for(r, folder, framework)
     if problems:
         raise UserError(f"{r.name}: dataset in {folder} does not match rules {r.version}: " + "; ".join(problems), 1)
-    listed = sum(pin["files"] for pin in r.dataset.get("listing", {}).get("splits", {}).values())
-    print(f"{r.name}: {len(r.dataset['files']) + listed} files in {folder} match rules {r.version}")
+    print(f"{r.name}: {checked} files in {folder} match rules {r.version}")
     return 0

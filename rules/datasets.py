@@ -113,6 +113,15 @@ def verify_archives(rules: BenchmarkRules, folder: Path) -> list[str]:
     return problems
 
 
+def verify_for(rules: BenchmarkRules, folder: Path, framework: str = "pytorch") -> tuple[list[str], int]:
+    """(problems, files checked) of what a run under ``framework`` reads: TensorFlow reads the archives where
+    the rules pin them (tfds's imagenet2012 builds from ImageNet's tars), every other run the files and listing."""
+    if framework == "tensorflow" and rules.dataset.get("archives"):
+        return verify_archives(rules, folder), len(rules.dataset["archives"])
+    listed = sum(pin["files"] for pin in rules.dataset.get("listing", {}).get("splits", {}).values())
+    return verify_dataset(rules, folder), len(rules.dataset["files"]) + listed
+
+
 if __name__ == "__main__":  # print the ``dataset.listing`` block of a folder, to pin it in a rule file
     import sys
 

@@ -124,7 +124,8 @@ def test_tfds_imagenet2012_missing_archive_is_one_line(archives):
 
 
 def _rules_pinning(tmp_path, tars: Path) -> Path:
-    """The test rules, with inception-v3's archives pinned by the fixture's MD5s and hashes generated."""
+    """The test rules, with inception-v3's archives pinned by the fixture's MD5s, its listing by the folders'
+    counts, and the released hashes generated."""
     import hashlib
     import shutil
 
@@ -138,6 +139,9 @@ def _rules_pinning(tmp_path, tars: Path) -> Path:
     rule = yaml.safe_load(rule_file.read_text())
     rule["dataset"]["archives"] = {p.name: {"md5": hashlib.md5(p.read_bytes()).hexdigest()}
                                    for p in sorted(tars.iterdir())}
+    classes = VAL_IMAGES  # the extracted folders' counts, for the PyTorch path's listing
+    rule["dataset"]["listing"]["splits"] = {"train": {"classes": classes, "files": classes * TRAIN_PER_CLASS},
+                                            "val": {"classes": classes, "files": VAL_IMAGES}}
     rule_file.write_text(yaml.safe_dump(rule))
     return _rules_with_hashes(tmp_path / "rules", src)
 
@@ -179,3 +183,21 @@ def test_a_pytorch_run_reads_the_folders_not_the_archives(archives, tmp_path, ca
                  "--out", str(tmp_path / "sub"), "--quiet"]) != 0
     err = capsys.readouterr().err
     assert "does not match rules" in err and f"{tars / 'train'}: missing" in err
+
+
+@needs_tf
+def test_data_verify_checks_what_the_framework_reads(archives, tmp_path, capsys):
+    """`trainmark data verify --framework tensorflow` checks the archives, as a TensorFlow run does; without
+    it, the extracted folders, as a PyTorch run does."""
+    tars, folders, _ = archives
+    rules = _rules_pinning(tmp_path, tars)
+    verify = ["data", "verify", "inception-v3", "--rules-dir", str(rules), "--data-dir"]
+    assert main([*verify, str(tars), "--framework", "tensorflow"]) == 0
+    assert f"inception-v3: 2 files in {tars} match" in capsys.readouterr().out
+    assert main([*verify, str(folders)]) == 0
+    assert main([*verify, str(folders), "--framework", "tensorflow"]) != 0
+    assert f"{folders / 'ILSVRC2012_img_train.tar'}: missing" in capsys.readouterr().err
+    victim = tars / "ILSVRC2012_img_train.tar"
+    victim.write_bytes(victim.read_bytes()[:-512])
+    assert main([*verify, str(tars), "--framework", "tensorflow"]) != 0
+    assert f"{victim}: md5" in capsys.readouterr().err
