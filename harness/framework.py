@@ -53,6 +53,7 @@ class Backend(Protocol):
 # name -> "module:class", imported only when that framework runs
 BACKENDS = {"pytorch": "trainmark.harness.pytorch_backend:PyTorchBackend",
             "tensorflow": "trainmark.harness.tensorflow_backend:TensorFlowBackend"}
+DISPLAY = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}  # how messages spell them
 # the distribution each framework needs beyond the base install, and the command that adds it
 REQUIRES = {"tensorflow": ("tensorflow", "pip install -e '.[tensorflow]' (or bash scripts/install.sh)")}
 
@@ -64,6 +65,16 @@ def available(name: str) -> None:
     if name in REQUIRES and importlib.util.find_spec(REQUIRES[name][0]) is None:
         raise UserError(f"--framework {name} needs {REQUIRES[name][0]}, which is not installed: "
                         f"{REQUIRES[name][1]}")
+
+
+def implements(name: str, benchmark: str) -> None:
+    """Raise a one-line UserError when framework ``name`` has no implementation of ``benchmark`` (a twin
+    module's ``MODELS`` names it; read, not imported): said before any data is checked or any rank starts."""
+    from trainmark.rules import reference_code
+
+    if name != "pytorch" and reference_code.twin_module(name, benchmark) is None:
+        raise UserError(f"--framework {name}: {benchmark} has no {DISPLAY.get(name, name)} reference yet "
+                        f"(available: {', '.join(sorted(reference_code.twin_benchmarks(name)))})")
 
 
 def backend(name: str, device, precision: str, dist: Dist | None = None) -> Backend:

@@ -313,6 +313,7 @@ def prepare(opts: RunOptions) -> Prepared:
         if value is not None and not NAME.match(value):
             raise UserError(f"{label} {value!r}: use letters, digits, '.', '_' and '-' only")
     framework.available(opts.framework)
+    framework.implements(opts.framework, rules.name)
     if opts.model and opts.framework != "pytorch":
         raise UserError(f"--model builds a PyTorch module: it cannot run under --framework {opts.framework}")
     if opts.model and opts.division == "closed":

@@ -39,11 +39,10 @@ from trainmark.rules import reference_code
 
 def twin_module(ref):
     """The module of a reference's Keras twin; a UserError names the benchmarks that have one."""
-    name = reference_code.twin_module("tensorflow", ref.name)
-    if name is None:
-        raise UserError(f"--framework tensorflow: {ref.name} has no TensorFlow reference yet "
-                        f"(available: {', '.join(sorted(reference_code.twin_benchmarks('tensorflow')))})")
-    return importlib.import_module(name)
+    from trainmark.harness.framework import implements
+
+    implements("tensorflow", ref.name)
+    return importlib.import_module(reference_code.twin_module("tensorflow", ref.name))
 
 
 def keras_model(ref):

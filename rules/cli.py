@@ -49,14 +49,17 @@ def register(sub) -> None:
     p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
     p.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' folder or environment variable)")
     p.add_argument("--framework", choices=["pytorch", "tensorflow"], default="pytorch",
-                   help="check what a run under this framework reads (tensorflow: ImageNet's archives, "
-                        "which tfds builds from, instead of the extracted folders)")
+                   help="check what a run under this framework reads (tensorflow: the archives that "
+                        "tensorflow-datasets builds ImageNet and WMT14 from, where the rules pin them)")
     _version_args(p)
     p.set_defaults(func=cmd_verify)
     p = dsub.add_parser("prepare", help="build a dataset from its source (untimed), then verify it")
     p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
     p.add_argument("--data-dir", type=Path, help="where to write it (default: the rules' folder)")
     p.add_argument("--source", type=Path, help="the source the benchmark builds from (see its rules)")
+    p.add_argument("--framework", choices=["pytorch", "tensorflow"], default="pytorch",
+                   help="prepare what a run under this framework reads (tensorflow: from the archives that "
+                        "tensorflow-datasets builds from, where the reference's Keras twin says so)")
     _version_args(p)
     p.set_defaults(func=cmd_prepare)
 
@@ -147,9 +150,17 @@ def cmd_prepare(args) -> int:
 
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     folder = resolve_data_dir(r, args.data_dir)
-    written = registry.for_rules(r).prepare_data(folder, args.source)
+    ref = registry.for_rules(r)
+    if args.framework == "tensorflow":  # the twin prepares from what tfds reads, if that differs
+        from trainmark.harness.tensorflow_backend import twin_module
+
+        twin = twin_module(ref)
+        prepare = getattr(twin, "prepare_data", None)
+        written = (prepare(ref, r, folder, args.source) if prepare else ref.prepare_data(folder, args.source))
+    else:
+        written = ref.prepare_data(folder, args.source)
     print(f"{r.name}: wrote {len(written)} files to {folder}")
-    return _verify(r, folder)
+    return _verify(r, folder, args.framework)
 
 
 def _verify(r, folder: Path, framework: str = "pytorch") -> int:

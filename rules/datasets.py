@@ -95,27 +95,33 @@ def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
 
 
 def verify_archives(rules: BenchmarkRules, folder: Path) -> list[str]:
-    """What is missing or differs from the rules' ``dataset.archives`` (name -> {md5}): the archives as
-    image-net.org hands them out, which tensorflow-datasets' builder reads instead of the extracted folders
-    that the listing pins (``--framework tensorflow``). Every byte is hashed (minutes for ImageNet's 147 GB)."""
+    """What is missing or differs from the rules' ``dataset.archives`` (name -> {md5, sha256, bytes}, any of
+    them): the archives as their publishers hand them out (ImageNet's tars, statmt's WMT14 tgz files), which
+    tensorflow-datasets' builders read instead of the extracted folders or plain text that the other pins
+    describe (``--framework tensorflow``). Every byte is hashed (minutes for ImageNet's 147 GB)."""
     problems = []
     for name, sums in (rules.dataset.get("archives") or {}).items():
         path = Path(folder) / name
         if not path.is_file():
             problems.append(f"{path}: missing")
             continue
-        h = hashlib.md5(usedforsecurity=False)  # the checksum image-net.org and torchvision publish
+        if "bytes" in sums and (size := path.stat().st_size) != sums["bytes"]:
+            problems.append(f"{path}: {size} bytes, rules say {sums['bytes']}")
+            continue
+        hashes = {kind: hashlib.new(kind, usedforsecurity=False) for kind in ("md5", "sha256") if kind in sums}
         with open(path, "rb") as f:
             while block := f.read(1 << 20):
-                h.update(block)
-        if h.hexdigest() != sums["md5"]:
-            problems.append(f"{path}: md5 {h.hexdigest()}, rules say {sums['md5']}")
+                for h in hashes.values():
+                    h.update(block)
+        problems += [f"{path}: {kind} {h.hexdigest()}, rules say {sums[kind]}"
+                     for kind, h in hashes.items() if h.hexdigest() != sums[kind]]
     return problems
 
 
 def verify_for(rules: BenchmarkRules, folder: Path, framework: str = "pytorch") -> tuple[list[str], int]:
     """(problems, files checked) of what a run under ``framework`` reads: TensorFlow reads the archives where
-    the rules pin them (tfds's imagenet2012 builds from ImageNet's tars), every other run the files and listing."""
+    the rules pin them (tfds's imagenet2012 and wmt14_translate build from them), every other run the files and
+    listing."""
     if framework == "tensorflow" and rules.dataset.get("archives"):
         return verify_archives(rules, folder), len(rules.dataset["archives"])
     listed = sum(pin["files"] for pin in rules.dataset.get("listing", {}).get("splits", {}).values())

@@ -1,7 +1,7 @@
-"""tensorflow-datasets builders of the sequence minis' data (reference/tfds_builders/: kjv, bible_parallel,
-fsdd): on small fixtures in the real formats, read back through tfds they are exactly what the PyTorch
-loaders return; a file whose SHA-256 is not the pinned one is refused and leaves nothing built; a missing
-file is a one-line error that says where it belongs.
+"""tensorflow-datasets builders of ours (reference/tfds_builders/: kjv, bible_parallel, fsdd for the sequence
+minis, wikitext103 for the full-size lstm): on small fixtures in the real formats, read back through tfds
+they are exactly what the PyTorch loaders return; a file whose checksum is not the pinned one is refused
+and leaves nothing built; a missing file is a one-line error that says where it belongs.
 
 Without TensorFlow these tests are skipped; scripts/install.sh and CI install it.
 """
@@ -255,3 +255,68 @@ def test_tfds_fsdd_missing_file_is_one_line(tmp_path):
     with pytest.raises(UserError) as err:
         tfds_fsdd.load(folder, files, tmp_path / "tfds")
     assert str(err.value) == f"{folder / fsdd.EVAL_FILE}: missing: {fsdd.HOW_TO_GET}"
+
+
+# --- wikitext103: lstm ---------------------------------------------------------------------------------
+
+
+def wikitext_zip(root: Path) -> tuple[Path, Path]:
+    """(a folder holding wikitext-103-v1.zip in the published layout, the same files unzipped): WikiText's
+    blank lines, ``= heading =`` lines, <unk> and a non-ASCII word; a line ending in a bare carriage return."""
+    import zipfile
+
+    text = {"wiki.train.tokens": " \n = Valkyria Chronicles III = \n \n Senjō no Valkyria 3 : <unk> Chronicles "
+                                 "( Japanese : 戦場のヴァルキュリア3 ) \n the game began development in 2010 , "
+                                 "carrying over a large portion \r the work done on Valkyria Chronicles II . \n"
+                                 * 5,
+            "wiki.valid.tokens": " \n = Homarus gammarus = \n \n Homarus gammarus , known as the European lobster "
+                                 "or common lobster , is a species of <unk> lobster \n",
+            "wiki.test.tokens": " \n = Robert Boulter = \n"}
+    unzipped, folder = root / "wikitext-103", root / "zip"
+    unzipped.mkdir(parents=True)
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "wikitext-103-v1.zip", "w") as archive:
+        for name, body in text.items():
+            archive.writestr(f"wikitext-103/{name}", body.encode("utf-8"))
+            (unzipped / name).write_bytes(body.encode("utf-8"))
+    return folder, unzipped
+
+
+def _md5_pin(folder: Path) -> dict[str, dict]:
+    import hashlib
+
+    return {"wikitext-103-v1.zip": {"md5": hashlib.md5((folder / "wikitext-103-v1.zip").read_bytes()).hexdigest()}}
+
+
+def test_tfds_wikitext103_is_the_reference_corpus(tmp_path):
+    """Read back from tfds, the zip's text is `text_corpus.load`'s corpus of the unzipped files: the vocabulary
+    capped, whole and padded to a reference's size, and every token id."""
+    from trainmark.reference import text_corpus
+    from trainmark.reference.tfds_builders import wikitext103
+
+    folder, unzipped = wikitext_zip(tmp_path)
+    archives = _md5_pin(folder)
+    for vocab_size in (10, None, 300):
+        ours = wikitext103.load(folder, archives, vocab_size, tmp_path / "tfds")
+        ref = text_corpus.load(unzipped / "wiki.train.tokens", unzipped / "wiki.valid.tokens", vocab_size)
+        assert ours.vocab == ref.vocab
+        assert torch.equal(ours.train, ref.train) and torch.equal(ours.valid, ref.valid)
+    assert "戦場のヴァルキュリア3" in ref.vocab and len(ref.vocab) == 300
+    built = _built(tmp_path / "tfds", "trainmark_wikitext103", wikitext103.config_for(archives))
+    assert _split_counts(built) == {"train": 30, "validation": 4}  # 5 lines, one split at its \r too: 6, 5 times
+
+
+def test_tfds_wikitext103_refuses_a_zip_the_rules_do_not_pin_and_a_missing_one(tmp_path):
+    from trainmark.reference.tfds_builders import wikitext103
+
+    folder, _ = wikitext_zip(tmp_path)
+    archives = {"wikitext-103-v1.zip": {"md5": "0" * 32}}
+    with pytest.raises(UserError, match="wikitext-103-v1.zip: md5 [0-9a-f]{32}, rules say 0{32}"):
+        wikitext103.load(folder, archives, None, tmp_path / "tfds")
+    assert _nothing_built(tmp_path / "tfds", "trainmark_wikitext103", wikitext103.config_for(archives))
+    (folder / "wikitext-103-v1.zip").unlink()
+    with pytest.raises(UserError) as error:
+        wikitext103.load(folder, archives, None, tmp_path / "tfds")
+    assert len(str(error.value).splitlines()) == 1 and "wikitext-103-v1.zip: missing: put" in str(error.value)
+    with pytest.raises(UserError, match="needs the rules' MD5"):
+        wikitext103.load(folder, {}, None, tmp_path / "tfds")

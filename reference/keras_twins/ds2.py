@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from trainmark.errors import UserError
 from trainmark.reference import ctc, fsdd
 
 from trainmark.harness.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
@@ -90,12 +91,19 @@ def deepspeech2(ref, unroll: bool = False) -> DeepSpeech2:
     return model
 
 
-# benchmark -> Keras builder (the full-size ds2 waits for a LibriSpeech tensorflow-datasets path)
-MODELS = {"ds2-mini": deepspeech2}
+# benchmark -> Keras builder
+MODELS = {"ds2-mini": deepspeech2, "ds2": deepspeech2}
 
 
 def load_data(ref, rules, data_dir: Path) -> fsdd.FSDDData:
-    """FSDD through tensorflow-datasets: the PyTorch loader's recordings and evaluation utterances."""
+    """FSDD through tensorflow-datasets: the PyTorch loader's recordings and evaluation utterances.
+
+    The full-size ds2 has no data path under TensorFlow yet: the reference reads each utterance's FLAC file
+    by path (reference/librispeech.py, released code that ds2-mini's example submission records), while
+    tfds's librispeech builder keeps the audio in its records."""
+    if ref.name == "ds2":
+        raise UserError("ds2 under --framework tensorflow: LibriSpeech through tensorflow-datasets is not "
+                        "supported yet (docs/frameworks.md, 'Not yet')")
     from trainmark.reference.tfds_builders import fsdd as tfds_fsdd
 
     return tfds_fsdd.load(Path(data_dir), rules.dataset["files"])

@@ -132,19 +132,46 @@ def transformer(ref) -> Transformer:
     return model
 
 
-# benchmark -> Keras builder (the full-size transformer waits for a WMT14 tensorflow-datasets path)
-MODELS = {"transformer-mini": transformer}
+# benchmark -> Keras builder
+MODELS = {"transformer-mini": transformer, "transformer": transformer}
+
+WMT14_HOW_TO_GET = ("put statmt's four WMT14 archives in the data folder and run `trainmark data prepare transformer "
+                    "--framework tensorflow --data-dir DIR` (tensorflow-datasets builds wmt14_translate from them, "
+                    "and the subword model spm.model is trained on its training pairs)")
 
 
 def load_data(ref, rules, data_dir: Path) -> parallel_text.ParallelCorpus:
-    """The Bible pairs through tensorflow-datasets: the PyTorch loader's corpus, pair for pair."""
-    from trainmark.reference.tfds_builders import bible_parallel as tfds_bible_parallel
+    """The PyTorch loader's corpus, pair for pair, through tensorflow-datasets: transformer-mini's Bible pairs;
+    transformer's WMT14 through tfds's own wmt14_translate, built from statmt's archives (the PyTorch reference
+    reads the plain text made from them: tfds_builders/wmt14.py says what can differ)."""
+    if ref.name == "transformer":
+        from trainmark.reference.tfds_builders import wmt14 as tfds_wmt14
 
-    corpus = tfds_bible_parallel.load(Path(data_dir), rules.dataset["files"], ref.max_tokens, ref.how_to_get)
+        how = WMT14_HOW_TO_GET
+        corpus = tfds_wmt14.load(Path(data_dir), rules.dataset.get("archives") or {}, ref.max_tokens, how)
+    else:
+        from trainmark.reference.tfds_builders import bible_parallel as tfds_bible_parallel
+
+        how = ref.how_to_get
+        corpus = tfds_bible_parallel.load(Path(data_dir), rules.dataset["files"], ref.max_tokens, how)
     if (size := corpus.decoder().get_piece_size()) != ref.vocab_size:  # as the PyTorch reference's load_data
         raise UserError(f"{ref.name}: {parallel_text.SPM_FILE} has {size} subwords, the reference model "
-                        f"expects {ref.vocab_size}: {ref.how_to_get}")
+                        f"expects {ref.vocab_size}: {how}")
     return corpus
+
+
+def prepare_data(ref, rules, out_dir: Path, source: Path | None = None) -> list[Path]:
+    """``trainmark data prepare transformer --framework tensorflow``: builds tfds's wmt14_translate from the
+    archives in ``source`` (default ``out_dir``) and trains ``out_dir``/spm.model on its training sentences,
+    English then German, as the PyTorch reference's ``prepare_data`` trains it on train.en then train.de.
+    transformer-mini reads the same prepared folder in either framework."""
+    if ref.name != "transformer":
+        return ref.prepare_data(out_dir, source)
+    from trainmark.reference.tfds_builders import wmt14 as tfds_wmt14
+
+    lines = tfds_wmt14.training_lines(Path(source or out_dir), rules.dataset.get("archives") or {})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [parallel_text.train_spm(lines, ref.vocab_size, out_dir / parallel_text.SPM_FILE)]
 
 
 class TransformerTwin:

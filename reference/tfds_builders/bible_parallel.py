@@ -11,10 +11,8 @@ dataset (a ``Text`` encoder's vocabulary file, for instance), so it is stored in
 metadata (``metadata.json``, base64), checked like the texts when the dataset is built. A built
 dataset is then everything a trial reads, as for Fashion-MNIST: the folder is read only to build it.
 
-``load`` encodes and filters the lines read back exactly as ``parallel_text.load`` does (a test
-proves the corpora equal, field by field). ``parallel_text.py`` is left byte-identical, because
-the released reference code and the example submissions' records hash it, so the few lines that
-encode and filter are repeated here rather than shared.
+``load`` encodes and filters the lines read back exactly as ``parallel_text.load`` does
+(``translation.encoded_corpus``; a test proves the corpora equal, field by field).
 
 Imports TensorFlow: only the TensorFlow backend imports this module.
 """
@@ -32,6 +30,7 @@ import tensorflow_datasets as tfds  # noqa: E402
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import bible_parallel, parallel_text  # noqa: E402
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
+from trainmark.reference.tfds_builders.translation import encoded_corpus  # noqa: E402
 from trainmark.reference.transformer import TransformerMini  # noqa: E402
 
 LANGUAGES = ("kjv", "web")                      # source, target: the files' suffixes
@@ -88,16 +87,8 @@ def load(folder: Path, files: dict[str, str | None], max_tokens: int, how_to_get
     data/tfds), then read back whole, as ``parallel_text.load(folder, train_files, valid_files,
     max_tokens, how_to_get)`` returns them (training pairs longer than ``max_tokens`` subwords on a
     side, or empty, are skipped)."""
-    import sentencepiece as spm
-
     builder = pinned.prepared(TrainmarkBibleParallel, folder, config_for(files), data_dir, how_to_get)
-    model = base64.b64decode(builder.info.metadata[MODEL_KEY])
-    sp = spm.SentencePieceProcessor(model_proto=model)
     split = {name: pinned.whole_split(builder, name) for name in SPLITS}
     src, tgt = (pinned.text(split["train"][lang]) for lang in LANGUAGES)
     vsrc, vtgt = (pinned.text(split["validation"][lang]) for lang in LANGUAGES)
-    # as parallel_text.load: encode, then keep the pairs of 1 to max_tokens subwords on both sides
-    s_ids, t_ids = sp.encode(src), sp.encode(tgt)
-    keep = [i for i in range(len(src)) if 0 < len(s_ids[i]) <= max_tokens and 0 < len(t_ids[i]) <= max_tokens]
-    return parallel_text.ParallelCorpus([s_ids[i] for i in keep], [t_ids[i] for i in keep], sp.encode(vsrc), vtgt,
-                                        model)
+    return encoded_corpus(base64.b64decode(builder.info.metadata[MODEL_KEY]), src, tgt, vsrc, vtgt, max_tokens)
