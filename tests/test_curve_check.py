@@ -142,8 +142,9 @@ def test_schema_refuses_a_malformed_band(tmp_path):
 def test_example_submissions_stay_near_their_bands():
     """Our own reference runs stay inside the calibrated bands, but for a fresh seed's single epoch
     just outside (seed 2004 after epoch 1: inception-mini's 0.8497, band 0.7268-0.8356, and vgg-mini's
-    0.8773, band 0.8035-0.8632, each plus 0.01; docs/submissions.md): a warning, one epoch, within
-    twice the tolerance, never an error."""
+    0.8773, band 0.8035-0.8632; the TensorFlow inception-mini's seed 2001 after epoch 2: 0.8828, band
+    0.8508-0.8723; each plus 0.01; docs/submissions.md): a warning, one epoch, within twice the tolerance,
+    never an error."""
     report = check_path(ROOT / "submissions")
     for f in curve_findings(report):
         low, high = (float(x) for x in re.findall(r"[0-9.]+", f.expected))
