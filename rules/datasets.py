@@ -13,7 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from trainmark.digest import sha256_file
+from trainmark.digest import file_digests, sha256_file
 from trainmark.rules.ruleset import BenchmarkRules
 
 
@@ -94,13 +94,10 @@ def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
     return problems
 
 
-def verify_archives(rules: BenchmarkRules, folder: Path) -> list[str]:
-    """What is missing or differs from the rules' ``dataset.archives`` (name -> {md5, sha256, bytes}, any of
-    them): the archives as their publishers hand them out (ImageNet's tars, statmt's WMT14 tgz files), which
-    tensorflow-datasets' builders read instead of the extracted folders or plain text that the other pins
-    describe (``--framework tensorflow``). Every byte is hashed (minutes for ImageNet's 147 GB)."""
+def archive_problems(archives: dict[str, dict], folder: Path) -> list[str]:
+    """What is missing or differs from ``archives`` (name -> {md5, sha256, bytes}, any of them) in ``folder``."""
     problems = []
-    for name, sums in (rules.dataset.get("archives") or {}).items():
+    for name, sums in archives.items():
         path = Path(folder) / name
         if not path.is_file():
             problems.append(f"{path}: missing")
@@ -108,14 +105,18 @@ def verify_archives(rules: BenchmarkRules, folder: Path) -> list[str]:
         if "bytes" in sums and (size := path.stat().st_size) != sums["bytes"]:
             problems.append(f"{path}: {size} bytes, rules say {sums['bytes']}")
             continue
-        hashes = {kind: hashlib.new(kind, usedforsecurity=False) for kind in ("md5", "sha256") if kind in sums}
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                for h in hashes.values():
-                    h.update(block)
-        problems += [f"{path}: {kind} {h.hexdigest()}, rules say {sums[kind]}"
-                     for kind, h in hashes.items() if h.hexdigest() != sums[kind]]
+        actual = file_digests(path, tuple(kind for kind in ("md5", "sha256") if kind in sums))
+        problems += [f"{path}: {kind} {value}, rules say {sums[kind]}" for kind, value in actual.items()
+                     if value != sums[kind]]
     return problems
+
+
+def verify_archives(rules: BenchmarkRules, folder: Path) -> list[str]:
+    """What is missing or differs from the rules' ``dataset.archives``: the archives as their publishers hand
+    them out (ImageNet's tars, statmt's WMT14 tgz files), which tensorflow-datasets' builders read instead of
+    the extracted folders or plain text that the other pins describe (``--framework tensorflow``). Every byte
+    is hashed (minutes for ImageNet's 147 GB)."""
+    return archive_problems(rules.dataset.get("archives") or {}, folder)
 
 
 def verify_for(rules: BenchmarkRules, folder: Path, framework: str = "pytorch") -> tuple[list[str], int]:

@@ -16,7 +16,6 @@ Imports TensorFlow: only the TensorFlow backend imports this module.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import zipfile
 from pathlib import Path
@@ -27,6 +26,7 @@ from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow saf
 
 import tensorflow_datasets as tfds  # noqa: E402
 
+from trainmark.digest import file_digests  # noqa: E402
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import text_corpus  # noqa: E402
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
@@ -43,14 +43,6 @@ def config_for(archives: dict[str, dict]) -> pinned.PinnedFiles:
     if not md5:
         raise UserError(f"WikiText-103 through tensorflow-datasets needs the rules' MD5 of {ARCHIVE}")
     return pinned.PinnedFiles(name=f"zip-{md5[:16]}", description=f"built from {ARCHIVE}", files=((ARCHIVE, md5),))
-
-
-def _md5(path: Path) -> str:
-    h = hashlib.md5(usedforsecurity=False)  # the checksum torchtext publishes for this zip
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 class TrainmarkWikitext103(tfds.core.GeneratorBasedBuilder):
@@ -75,7 +67,7 @@ class TrainmarkWikitext103(tfds.core.GeneratorBasedBuilder):
         path = Path(dl_manager.manual_dir) / name
         if not path.is_file():
             raise UserError(f"{path}: missing: {HOW_TO_GET}")
-        if (actual := _md5(path)) != md5:
+        if (actual := file_digests(path, ("md5",))["md5"]) != md5:
             raise UserError(f"{path}: md5 {actual}, rules say {md5}")
         return {split: self._generate_examples(path, member) for split, member in MEMBERS.items()}
 

@@ -38,10 +38,10 @@ from tensorflow_datasets.core.download import checksums as tfds_checksums  # noq
 from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError  # noqa: E402
 from tensorflow_datasets.translate import wmt14 as tfds_wmt14  # noqa: E402
 
-from trainmark.digest import sha256_file  # noqa: E402
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import parallel_text  # noqa: E402
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
+from trainmark.rules.datasets import archive_problems  # noqa: E402
 from trainmark.reference.tfds_builders.translation import encoded_corpus  # noqa: E402
 
 CONFIG = "de-en"                 # tfds's one German-English config: the Translation feature holds both sides
@@ -93,14 +93,9 @@ def prepared(folder: Path, archives: dict[str, dict], data_dir: Path | None = No
     with pinned._scratch_tempdir(), pinned._quiet_absl():  # noqa: SLF001 - the builders' shared quiet build
         builder = builder_class(infos)(data_dir=str(pinned.tfds_dir(data_dir) / f"archives-{key}"), config=CONFIG)
         if not builder.is_prepared():
-            for info in infos.values():  # tfds would try to download a missing one, and says more than one line
-                path = Path(folder) / info.filename
-                if not path.is_file():
-                    raise UserError(f"{path}: missing: {HOW_TO_GET}")
-                if path.stat().st_size != info.size:
-                    raise UserError(f"{path}: {path.stat().st_size} bytes, rules say {info.size}")
-                if (actual := sha256_file(path)) != info.checksum:
-                    raise UserError(f"{path}: sha256 {actual[:16]}..., rules say {info.checksum[:16]}...")
+            # tfds would try to download a missing archive, and says more than one line of a changed one
+            if problems := archive_problems(archives, Path(folder)):
+                raise UserError(f"{problems[0]} ({HOW_TO_GET})")
             config = tfds.download.DownloadConfig(manual_dir=str(folder), force_checksums_validation=True)
             try:  # tfds checks each archive again as it takes it
                 with contextlib.redirect_stdout(io.StringIO()):
