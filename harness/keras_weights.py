@@ -18,9 +18,12 @@ a Bidirectional GRU (``reset_after``: PyTorch's formula) holds nn.GRU's weights 
 Keras' order (update, reset, candidate; PyTorch's is reset, update, candidate) and both biases in one
 (2, 3 x hidden) array, the backward direction's as the ``_reverse`` tensors; an LSTM's kernels are
 nn.LSTM's weight_ih_l0 and weight_hh_l0 transposed (the same gate order: input, forget, cell, output) and
-its one bias is the sum of nn.LSTM's two (carried as ``bias_ih_l0``, with a zero ``bias_hh_l0``).
+its one bias is the sum of nn.LSTM's two (carried as ``bias_ih_l0``, with a zero ``bias_hh_l0``). A stacked
+nn.LSTM is one Keras LSTM per layer: the layer named ``lstm_l1`` holds module ``lstm``'s ``_l1`` tensors.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -71,11 +74,11 @@ def _to_torch(layer) -> tuple[dict[str, np.ndarray], list[str]]:
             out[f"weight_hh_l0{end}"] = _gates(get("recurrent_kernel").T)
             out[f"bias_ih_l0{end}"], out[f"bias_hh_l0{end}"] = (_gates(b) for b in get("bias"))
         return out, list(out)
-    if kind == "LSTM":  # one layer: kernel [in, 4H], recurrent_kernel [H, 4H], bias [4H]
+    if kind == "LSTM":  # one layer of nn.LSTM: kernel [in, 4H], recurrent_kernel [H, 4H], bias [4H]
         get = lambda key: np.asarray(_cell_weight(weights, key).numpy())  # noqa: E731
-        bias = get("bias")
-        out = {"weight_ih_l0": get("kernel").T, "weight_hh_l0": get("recurrent_kernel").T,
-               "bias_ih_l0": bias, "bias_hh_l0": np.zeros_like(bias)}
+        bias, k = get("bias"), _module(layer)[1]
+        out = {f"weight_ih_l{k}": get("kernel").T, f"weight_hh_l{k}": get("recurrent_kernel").T,
+               f"bias_ih_l{k}": bias, f"bias_hh_l{k}": np.zeros_like(bias)}
         return out, list(out)
     if kind not in _LAYOUT:
         raise ValueError(f"layer {layer.name!r} ({kind}) has no canonical layout")
@@ -108,9 +111,10 @@ def _from_torch(layer, get) -> None:
                     np.stack([_gates(get(f"bias_ih_l0{end}")), _gates(get(f"bias_hh_l0{end}"))]), layer.name)
         return
     if kind == "LSTM":
-        _assign(_cell_weight(weights, "kernel"), get("weight_ih_l0").T, layer.name)
-        _assign(_cell_weight(weights, "recurrent_kernel"), get("weight_hh_l0").T, layer.name)
-        _assign(_cell_weight(weights, "bias"), get("bias_ih_l0") + get("bias_hh_l0"), layer.name)
+        k = _module(layer)[1]
+        _assign(_cell_weight(weights, "kernel"), get(f"weight_ih_l{k}").T, layer.name)
+        _assign(_cell_weight(weights, "recurrent_kernel"), get(f"weight_hh_l{k}").T, layer.name)
+        _assign(_cell_weight(weights, "bias"), get(f"bias_ih_l{k}") + get(f"bias_hh_l{k}"), layer.name)
         return
     for keras_name, suffix, axes, _ in _LAYOUT[kind]:
         if keras_name in weights:
@@ -123,6 +127,14 @@ def _cell_weight(weights: dict, name: str, direction: str = ""):
     when ``direction`` is given (``forward_gru/gru_cell/kernel``)."""
     (match,) = [w for key, w in weights.items() if key.startswith(direction) and key.rsplit("/", 1)[-1] == name]
     return match
+
+
+def _module(layer) -> tuple[str, int]:
+    """(the PyTorch module a layer holds tensors of, its layer in that module): a Keras LSTM named ``lstm_l1``
+    is layer 1 of module ``lstm`` (nn.LSTM's tensors ``weight_ih_l1``, ...); any other layer is its module."""
+    if type(layer).__name__ == "LSTM" and (match := re.fullmatch(r"(.+)_l(\d+)", layer.name)):
+        return match.group(1), int(match.group(2))
+    return layer.name, 0
 
 
 def _assign(weight, value: np.ndarray, name: str) -> None:
@@ -140,11 +152,12 @@ def tensors(model, steps: int = 0) -> tuple[dict[str, np.ndarray], list[str]]:
         if not layer.weights:
             continue
         arrays, layer_params = _to_torch(layer)
+        module = _module(layer)[0]
         for suffix, value in arrays.items():
-            out[f"{layer.name}.{suffix}"] = np.ascontiguousarray(value)
-        params += [f"{layer.name}.{s}" for s in layer_params]
+            out[f"{module}.{suffix}"] = np.ascontiguousarray(value)
+        params += [f"{module}.{s}" for s in layer_params]
         if "running_var" in arrays:
-            out[f"{layer.name}.num_batches_tracked"] = np.array(steps, dtype=np.int64)
+            out[f"{module}.num_batches_tracked"] = np.array(steps, dtype=np.int64)
     return out, params
 
 
@@ -152,7 +165,7 @@ def load(model, state: dict[str, np.ndarray]) -> None:
     """Set a Keras model's weights from PyTorch-layout arrays (a ``state_dict`` as numpy)."""
     for layer in model.layers:
         if layer.weights:
-            _from_torch(layer, lambda suffix: np.asarray(state[f"{layer.name}.{suffix}"]))
+            _from_torch(layer, lambda suffix: np.asarray(state[f"{_module(layer)[0]}.{suffix}"]))
 
 
 def describe(model) -> dict:

@@ -17,7 +17,13 @@ The data path is the reference's own: the same batches, in the same order for a 
 augmentation as a PyTorch trial, read through tensorflow-datasets (reference/tfds_builders/), so that a
 comparison of the two frameworks compares the frameworks.
 
-Scope today (issue 17): one process, fp32, CPU, the benchmarks that the twin modules' ``MODELS`` name
+Several ranks (torchrun, as for PyTorch): each rank steps its share of the global batch (the reference's
+``train_batches`` for its rank), and the gradients are averaged over the ranks through torch.distributed
+(gloo) before the global norm is clipped and the optimizer applied, as DistributedDataParallel does; the
+gradients cross from TensorFlow to torch.distributed as one flat numpy vector per step. Evaluation sums the
+reference's per-rank counts. One process keeps the single fused step.
+
+Scope today (issue 17): fp32, CPU, the benchmarks that the twin modules' ``MODELS`` name
 (``trainmark.rules.reference_code.TWINS``). Anything else is a clear error.
 """
 from __future__ import annotations
@@ -58,8 +64,6 @@ class TensorFlowTrainer:
                  schedule_steps: int = 100):
         import torch
 
-        if dist.world > 1:
-            raise UserError("--framework tensorflow runs in one process for now (no torchrun)")
         if precision != "fp32":
             raise UserError("--framework tensorflow: only --precision fp32 for now")
         self.ref, self.hp, self.data, self.dist = ref, hp, data, dist
@@ -67,12 +71,16 @@ class TensorFlowTrainer:
         torch.manual_seed(seed)  # twins initialised from the PyTorch reference draw what a PyTorch trial draws
         self.generator = torch.Generator().manual_seed(seed)  # the reference's batch order and augmentation
         self.precision_used = "fp32"
-        self.local_batch = self.samples_per_step = hp["global_batch_size"]
-        self.steps_per_epoch = ref.train_samples(data) // self.local_batch if data is not None else schedule_steps
+        self.local_batch = hp["global_batch_size"] // dist.world
+        self.samples_per_step = self.local_batch * dist.world
+        self.steps_per_epoch = ((ref.train_samples(data) // dist.world) // self.local_batch
+                                if data is not None else schedule_steps)
         self.twin = twin_module(ref).TWINS[ref.name](ref, hp, self.steps_per_epoch, seed)
         self.model = self.twin.model
         self.twin.optimizer.build(self.model.trainable_variables)
-        self._step = tf.function(training_step(self.twin), jit_compile=False, reduce_retracing=True, autograph=False)
+        compiled = lambda f: tf.function(f, jit_compile=False, reduce_retracing=True, autograph=False)  # noqa: E731
+        self._step = compiled(training_step(self.twin))
+        self._gradients, self._apply = compiled(gradients(self.twin)), compiled(apply_gradients(self.twin))
         self.steps = 0
         self.loss = tf.constant(0.0)
         self._nonfinite = False
@@ -82,7 +90,8 @@ class TensorFlowTrainer:
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
         """The reference's batches of one epoch as TensorFlow tensors (the conversion is timed)."""
         self._nonfinite = False
-        for batch in self.ref.train_batches(self.data, epoch, self.local_batch, self.generator):
+        for batch in self.ref.train_batches(self.data, epoch, self.local_batch, self.generator,
+                                            self.dist.rank, self.dist.world):
             yield self.prepare(batch)
 
     def prepare(self, batch: Any) -> tuple:
@@ -90,8 +99,27 @@ class TensorFlowTrainer:
         return self.twin.inputs(*batch)
 
     def step(self, batch: Any, sync: bool = True) -> None:
-        self.loss = self._step(*batch)
+        """One training step. With several ranks: this rank's gradients, averaged over the ranks (skipped
+        with ``sync=False``, as ``trainmark scale`` times the compute alone), then clipped and applied."""
+        if self.dist.world == 1:
+            self.loss = self._step(*batch)
+        else:
+            self.loss, grads = self._gradients(*batch)
+            self._apply(self._averaged(grads) if sync else grads)
         self.steps += 1
+
+    def _averaged(self, grads: list) -> list:
+        """The gradients' mean over the ranks: one flat vector through torch.distributed's all-reduce (an
+        embedding's sparse gradient made dense, as DistributedDataParallel all-reduces it)."""
+        import torch
+        import torch.distributed as torch_dist
+
+        grads = [tf.convert_to_tensor(g) for g in grads]
+        flat = torch.from_numpy(np.concatenate([g.numpy().reshape(-1) for g in grads]))
+        torch_dist.all_reduce(flat, op=torch_dist.ReduceOp.SUM)
+        flat /= self.dist.world
+        parts = np.split(flat.numpy(), np.cumsum([int(np.prod(g.shape)) for g in grads])[:-1])
+        return [tf.constant(part.reshape(g.shape)) for part, g in zip(parts, grads)]
 
     def loss_value(self) -> float:
         value = float(self.loss.numpy())
@@ -99,13 +127,19 @@ class TensorFlowTrainer:
         return value
 
     def diverged(self) -> bool:
-        """Whether the last step's loss is non-finite (checked when asked: one sync)."""
+        """Whether the last step's loss is non-finite on any rank (checked when asked: one sync)."""
+        import torch
+
         self.loss_value()
-        return self._nonfinite
+        return self.dist.any(self._nonfinite, torch.device("cpu"))
 
     def evaluate(self) -> float:
-        """The reference's own evaluation, with the twin standing in for the PyTorch model."""
-        return self.ref.finalize_metric(*self.ref.evaluate(self.twin, self.data, "cpu"))
+        """The reference's own evaluation, with the twin standing in for the PyTorch model, its counts summed
+        over the ranks."""
+        import torch
+
+        sums = self.ref.evaluate(self.twin, self.data, "cpu", self.dist.rank, self.dist.world)
+        return self.ref.finalize_metric(*self.dist.sum(list(sums), torch.device("cpu")))
 
     def save_weights(self, path: Path) -> None:
         """The trained weights in the PyTorch reference's names and layouts, as safetensors (atomic)."""
@@ -120,9 +154,10 @@ class TensorFlowTrainer:
         """FLOPs of one training step at the global batch, on the reference's synthetic batch (a twin with
         recurrent layers is counted unrolled, a loop's body being a graph of its own; a twin whose work
         depends on the data, the adaptive softmax's, is counted with the example batch's shapes fixed)."""
-        key = (self.ref.name, self.local_batch, type(self.twin).__name__)
+        batch = self.hp["global_batch_size"]  # the whole step's work, over every rank (as PyTorch's count)
+        key = (self.ref.name, batch, type(self.twin).__name__)
         if key not in _FLOPS:  # tracing an unrolled recurrent twin takes a minute: once per process
-            example = self.prepare(self.ref.synthetic_batch(self.local_batch))
+            example = self.prepare(self.ref.synthetic_batch(batch))
             twin = self.twin.unrolled(example) if hasattr(self.twin, "unrolled") else self.twin
             _FLOPS[key] = step_flops(training_step(twin), example) or None
         return _FLOPS[key]
@@ -135,16 +170,31 @@ def training_step(twin) -> Callable:
     """One training step of a twin: loss and gradients, the global norm clipped, the optimizer applied.
     Traced without AutoGraph: its Python control flow is fixed when traced (AutoGraph, trying to convert
     this closure, only warns that it cannot)."""
+    grads_of, apply = gradients(twin), apply_gradients(twin)
+
     def step(*inputs):
-        variables = twin.model.trainable_variables
-        with tf.GradientTape() as tape:
-            loss, objective = twin.loss(*inputs, training=True)
-        grads = tape.gradient(objective, variables)
-        if twin.clip_norm is not None:
-            grads, _ = tf.clip_by_global_norm(grads, twin.clip_norm)
-        twin.optimizer.apply_gradients(zip(grads, variables))
+        loss, grads = grads_of(*inputs)
+        apply(grads)
         return loss
     return step
+
+
+def gradients(twin) -> Callable:
+    """(the loss logged, the gradients of the objective) on one batch: a step's first half."""
+    def compute(*inputs):
+        with tf.GradientTape() as tape:
+            loss, objective = twin.loss(*inputs, training=True)
+        return loss, tape.gradient(objective, twin.model.trainable_variables)
+    return compute
+
+
+def apply_gradients(twin) -> Callable:
+    """The global norm clipped, the optimizer applied: a step's second half (after the ranks' mean)."""
+    def apply(grads):
+        if twin.clip_norm is not None:
+            grads, _ = tf.clip_by_global_norm(grads, twin.clip_norm)
+        twin.optimizer.apply_gradients(zip(grads, twin.model.trainable_variables))
+    return apply
 
 
 def step_flops(train_step, example: tuple) -> int:
@@ -210,8 +260,17 @@ class TensorFlowBackend:
 
     def load_data(self, ref, rules, data_dir: Path):
         """The reference's data through tensorflow-datasets (the twin's builder): the same arrays, in the
-        same order, as the PyTorch reference's loader returns."""
-        return twin_module(ref).load_data(ref, rules, Path(data_dir))
+        same order, as the PyTorch reference's loader returns. With several ranks, each machine's local rank 0
+        builds the dataset while the others wait, then they read it (two builders of one dataset collide)."""
+        load = lambda: twin_module(ref).load_data(ref, rules, Path(data_dir))  # noqa: E731
+        if self.dist.world == 1:
+            return load()
+        if self.dist.local_rank == 0:
+            data = load()
+            self.dist.barrier()
+            return data
+        self.dist.barrier()
+        return load()
 
     def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
                 **options) -> TensorFlowTrainer:

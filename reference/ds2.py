@@ -256,7 +256,7 @@ class DS2Full(DS2Reference):
     @staticmethod
     def _items(manifest):
         return (torch.from_numpy(manifest.samples),
-                lambda i: (librispeech.read_audio(manifest.paths[i]), librispeech.encode(manifest.transcripts[i])))
+                lambda i: (manifest.audio(i), librispeech.encode(manifest.transcripts[i])))
 
     def words(self, ids):
         return librispeech.decode(ids)

@@ -4,12 +4,15 @@ Layout of an extracted subset: ``<root>/<subset>/<speaker>/<chapter>/<speaker>-<
 with one ``<speaker>-<chapter>.trans.txt`` per chapter, each line ``<utterance-id> <TRANSCRIPT>``
 (upper case, apostrophes kept). The manifest keeps paths and durations (from the FLAC
 headers, read with soundfile); audio is read batch by batch during training, as the
-corpus (about 960 hours) does not fit in memory.
+corpus (about 960 hours) does not fit in memory. A manifest may read its audio another way
+(``read``: a TensorFlow run reads the FLAC bytes from tensorflow-datasets' records,
+reference/tfds_builders/librispeech.py); ``audio(i)`` is the one way the reference reads it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 import numpy as np
 import soundfile as sf
@@ -27,12 +30,17 @@ HOW_TO_GET = ("download train-clean-100, train-clean-360, train-other-500 and de
 
 @dataclass
 class Manifest:
-    paths: list[Path]
+    paths: list[Path]          # each utterance's FLAC file (empty when ``read`` reads the audio)
     transcripts: list[str]     # lower case
     samples: np.ndarray        # int64, audio length of each utterance
+    read: Callable[[int], np.ndarray] | None = None   # utterance index -> float32 samples, instead of paths
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return len(self.samples)
+
+    def audio(self, i: int) -> np.ndarray:
+        """float32 samples in [-1, 1] of utterance ``i``."""
+        return self.read(i) if self.read else read_audio(self.paths[i])
 
 
 def encode(text: str) -> list[int]:
@@ -74,12 +82,21 @@ def read_subset(root: Path, subset: str) -> Manifest:
     return Manifest(paths, texts, np.asarray(samples, dtype=np.int64))
 
 
-def read_audio(path: Path) -> np.ndarray:
-    """float32 samples in [-1, 1] of one mono FLAC file."""
-    wave, _ = sf.read(str(path), dtype="float32", always_2d=True)
+def read_audio(source: Path | BinaryIO) -> np.ndarray:
+    """float32 samples in [-1, 1] of one mono FLAC file (a path, or the file's bytes as a binary stream)."""
+    wave, _ = sf.read(source if hasattr(source, "read") else str(source), dtype="float32", always_2d=True)
     return wave[:, 0]
 
 
 def concat(manifests: list[Manifest]) -> Manifest:
-    return Manifest([p for m in manifests for p in m.paths], [t for m in manifests for t in m.transcripts],
-                    np.concatenate([m.samples for m in manifests]))
+    """One manifest of several, in order; the audio of each utterance is read as its own manifest reads it."""
+    if not any(m.read for m in manifests):
+        return Manifest([p for m in manifests for p in m.paths], [t for m in manifests for t in m.transcripts],
+                        np.concatenate([m.samples for m in manifests]))
+    starts = np.cumsum([0, *(len(m) for m in manifests)])
+
+    def read(i: int) -> np.ndarray:
+        k = int(np.searchsorted(starts, i, side="right")) - 1
+        return manifests[k].audio(i - int(starts[k]))
+    return Manifest([], [t for m in manifests for t in m.transcripts], np.concatenate([m.samples for m in manifests]),
+                    read)

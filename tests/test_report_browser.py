@@ -93,10 +93,10 @@ def test_example_submissions_report_in_chromium(browser, tmp_path):
     assert [f["series"] for f in curves] == [len(v.trials) for v in data.benchmarks]
     banded = [any(i.endswith("-data-band") for i in f["ids"]) for f in page["figures"] if f["kind"] == "metric-epoch"]
     assert banded == [bool(v.rules.data.get("curve_band")) for v in data.benchmarks]
-    # every example folder (the six minis, and resnet-mini, vgg-mini, lstm-mini and inception-mini under
-    # TensorFlow, each drawn with its own implementation's band): each calibration recorded its curves
-    assert all(banded) and len(banded) == 10
-    assert [v.trials[0].framework for v in data.benchmarks].count("tensorflow") == 4
+    # every example folder (the six minis under PyTorch and under TensorFlow, each drawn with its own
+    # implementation's band): each calibration recorded its curves
+    assert all(banded) and len(banded) == 12
+    assert [v.trials[0].framework for v in data.benchmarks].count("tensorflow") == 6
     # the examples measured no energy: no energy figure, and the page says why
     assert not [f for f in page["figures"] if f["kind"] == "energy"]
     assert "Energy: not measured" in browser.find_element("tag name", "body").text

@@ -18,12 +18,14 @@ needs_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
 MINIS = ["resnet-mini", "vgg-mini", "inception-mini"]  # the Fashion-MNIST twins
 TWINS = [*MINIS, "transformer-mini", "ds2-mini", "lstm-mini"]
 FULL_SIZE_IMAGENET = ["resnet50", "vgg16", "inception-v3"]  # reference/keras_twins/imagenet.py
-FULL_SIZE = [*FULL_SIZE_IMAGENET, "transformer", "ds2"]
+FULL_SIZE = [*FULL_SIZE_IMAGENET, "transformer", "ds2", "lstm"]
 # The full-size sequence models' FLOPs are compared on a smaller step than the rules': PyTorch's count runs a
-# real step where the meta device cannot (attention, GRUs), and TensorFlow's traces ds2's five bidirectional GRUs
-# unrolled, frame by frame (12 s utterances: 6,000 cells). (hyperparameters, reference attributes) per benchmark.
+# real step where the meta device cannot (attention, GRUs, LSTMs), and TensorFlow's traces recurrent layers
+# unrolled, frame by frame (ds2's five bidirectional GRUs over 12 s utterances: 6,000 cells; the lstm's two
+# layers over 128-token windows). (hyperparameters, reference attributes) per benchmark.
 SMALL_STEP = {"transformer": ({"global_batch_size": 16}, {}),
-              "ds2": ({"global_batch_size": 2}, {"synthetic_seconds": 1.0, "synthetic_labels": 12})}
+              "ds2": ({"global_batch_size": 2}, {"synthetic_seconds": 1.0, "synthetic_labels": 12}),
+              "lstm": ({"global_batch_size": 4}, {"bptt": 8})}
 
 
 def test_framework_not_installed_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -190,22 +192,32 @@ def test_ds2_weights_carried_either_way_give_the_same_log_probs(name):
 
 
 @needs_tf
-def test_lstm_weights_carried_either_way_give_the_same_nll_and_state():
+@pytest.mark.parametrize("name", ["lstm-mini", "lstm"])  # one LSTM layer; the full size's two, and 267,736 words
+def test_lstm_weights_carried_either_way_give_the_same_nll_and_state(name):
     """Every word class in use (shortlist and both clusters), and a second chunk that starts from the first
-    chunk's state, as the reference's evaluation carries it: the same NLL of every token either way."""
+    chunk's state (every layer's), as the reference's evaluation carries it: the same NLL of every token
+    either way."""
     from trainmark.harness.tf_import import tf
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
 
+    ref = registry.for_rules(get_rules(name))
     g = torch.Generator().manual_seed(2)
-    tokens, targets = torch.randint(0, 10_000, (2, 2, 3, 12), generator=g)  # 2 chunks of 3 streams x 12 tokens
-    targets[0, 0, :4] = torch.tensor([3, 700, 2_500, 9_999])
-    for direction, keras_model, torch_model in _carried_either_way("lstm-mini"):
+    tokens, targets = torch.randint(0, ref.vocab_size, (2, 2, 3, 12), generator=g)  # 2 chunks of 3 streams x 12
+    targets[0, 0, :4] = torch.tensor([3, ref.cutoffs[0] + 200, ref.cutoffs[1] + 500, ref.vocab_size - 1])
+    largest = 0.0
+    for direction, keras_model, torch_model in _carried_either_way(name):
         with torch.no_grad():
             first, state = torch_model.eval()(tokens[0], targets[0])
             second, _ = torch_model(tokens[1], targets[1], state)
         got, keras_state = keras_model.nll(tf.constant(tokens[0].numpy()), tf.constant(targets[0].numpy()))
         np.testing.assert_allclose(got.numpy(), first.numpy(), rtol=1e-4, atol=1e-4, err_msg=direction)
+        assert len(keras_state) == ref.layers
+        largest = max(largest, float(np.abs(got.numpy() - first.numpy()).max()))
         got, _ = keras_model.nll(tf.constant(tokens[1].numpy()), tf.constant(targets[1].numpy()), keras_state)
         np.testing.assert_allclose(got.numpy(), second.numpy(), rtol=1e-4, atol=1e-4, err_msg=direction)
+        largest = max(largest, float(np.abs(got.numpy() - second.numpy()).max()))
+    print(f"{name}: largest NLL difference {largest:.2e} (NLLs of about {float(first.mean()):.1f})")
 
 
 @needs_tf
@@ -463,12 +475,8 @@ def _trial_under_tensorflow(name, rules, data, seed, tfds_name, tmp_path, capsys
     return t, get_rules(name, rules_root=rules).target, ref, model.eval()
 
 
-@needs_tf
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("diatheke") is None, reason="Debian diatheke + sword-text-kjv/-web not installed")
-def test_transformer_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
-    """tests/test_sequence_transformer.py's short trial (the test rules' 1,500 + 50 pairs), under TensorFlow
-    (``_trial_under_tensorflow``); its weights, in the PyTorch reference, score the BLEU the twin did."""
+def transformer_mini_test_cut(tmp_path):
+    """(the test rules' cut of the verse pairs, the test rules with its subword model pinned, as tfds reads it)."""
     import yaml
     from conftest import TEST_RULES
     from test_implementation_record import _rules_with_hashes
@@ -482,9 +490,18 @@ def test_transformer_mini_trains_under_tensorflow_then_passes_the_checker(tmp_pa
     shutil.copytree(TEST_RULES, src)
     rule_file = src / "1.0" / "transformer-mini.yaml"
     rule = yaml.safe_load(rule_file.read_text())
-    rule["dataset"]["files"][parallel_text.SPM_FILE] = sha256_file(data / parallel_text.SPM_FILE)  # tfds reads it
+    rule["dataset"]["files"][parallel_text.SPM_FILE] = sha256_file(data / parallel_text.SPM_FILE)
     rule_file.write_text(yaml.safe_dump(rule))
-    rules = _rules_with_hashes(tmp_path / "rules", src)
+    return data, _rules_with_hashes(tmp_path / "rules", src)
+
+
+@needs_tf
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("diatheke") is None, reason="Debian diatheke + sword-text-kjv/-web not installed")
+def test_transformer_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, capsys, monkeypatch):
+    """tests/test_sequence_transformer.py's short trial (the test rules' 1,500 + 50 pairs), under TensorFlow
+    (``_trial_under_tensorflow``); its weights, in the PyTorch reference, score the BLEU the twin did."""
+    data, rules = transformer_mini_test_cut(tmp_path)
     t, target, ref, model = _trial_under_tensorflow("transformer-mini", rules, data, 7, "trainmark_bible_parallel",
                                                     tmp_path, capsys, monkeypatch)
     assert target <= t["final_metric"] <= 100

@@ -260,17 +260,18 @@ def test_tfds_fsdd_missing_file_is_one_line(tmp_path):
 # --- wikitext103: lstm ---------------------------------------------------------------------------------
 
 
-def wikitext_zip(root: Path) -> tuple[Path, Path]:
+def wikitext_zip(root: Path, copies: int = 1) -> tuple[Path, Path]:
     """(a folder holding wikitext-103-v1.zip in the published layout, the same files unzipped): WikiText's
-    blank lines, ``= heading =`` lines, <unk> and a non-ASCII word; a line ending in a bare carriage return."""
+    blank lines, ``= heading =`` lines, <unk> and a non-ASCII word; a line ending in a bare carriage return.
+    ``copies`` repeats the training and validation text (a trial needs whole windows and 64 streams)."""
     import zipfile
 
     text = {"wiki.train.tokens": " \n = Valkyria Chronicles III = \n \n Senjō no Valkyria 3 : <unk> Chronicles "
                                  "( Japanese : 戦場のヴァルキュリア3 ) \n the game began development in 2010 , "
                                  "carrying over a large portion \r the work done on Valkyria Chronicles II . \n"
-                                 * 5,
+                                 * 5 * copies,
             "wiki.valid.tokens": " \n = Homarus gammarus = \n \n Homarus gammarus , known as the European lobster "
-                                 "or common lobster , is a species of <unk> lobster \n",
+                                 "or common lobster , is a species of <unk> lobster \n" * copies,
             "wiki.test.tokens": " \n = Robert Boulter = \n"}
     unzipped, folder = root / "wikitext-103", root / "zip"
     unzipped.mkdir(parents=True)

@@ -24,8 +24,7 @@ from typing import Any
 
 import torch
 
-from trainmark.errors import UserError
-from trainmark.reference import ctc, fsdd
+from trainmark.reference import ctc
 
 from trainmark.harness.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
 
@@ -95,15 +94,14 @@ def deepspeech2(ref, unroll: bool = False) -> DeepSpeech2:
 MODELS = {"ds2-mini": deepspeech2, "ds2": deepspeech2}
 
 
-def load_data(ref, rules, data_dir: Path) -> fsdd.FSDDData:
-    """FSDD through tensorflow-datasets: the PyTorch loader's recordings and evaluation utterances.
-
-    The full-size ds2 has no data path under TensorFlow yet: the reference reads each utterance's FLAC file
-    by path (reference/librispeech.py, released code that ds2-mini's example submission records), while
-    tfds's librispeech builder keeps the audio in its records."""
+def load_data(ref, rules, data_dir: Path):
+    """The reference's data through tensorflow-datasets: FSDD's recordings and evaluation utterances
+    (ds2-mini), or LibriSpeech's manifests from OpenSLR's archives (ds2; ``DS2Full.load_data``'s, the audio
+    read from tfds's records)."""
     if ref.name == "ds2":
-        raise UserError("ds2 under --framework tensorflow: LibriSpeech through tensorflow-datasets is not "
-                        "supported yet (docs/frameworks.md, 'Not yet')")
+        from trainmark.reference.tfds_builders import librispeech as tfds_librispeech
+
+        return tfds_librispeech.load(Path(data_dir), rules.dataset["archives"], ref.train_subsets())
     from trainmark.reference.tfds_builders import fsdd as tfds_fsdd
 
     return tfds_fsdd.load(Path(data_dir), rules.dataset["files"])
@@ -135,12 +133,22 @@ class DS2Twin:
         return as_tf(*self.ref.to_device(batch, torch.device("cpu"), train=True))
 
     def loss(self, feats, frames, targets, target_lens, training: bool = True):
-        """CTC per utterance divided by its number of labels, averaged; an infinite one counts 0."""
+        """CTC per utterance divided by its number of labels, averaged; an infinite one counts 0. An utterance
+        too short for its labels (fewer frames than labels plus repeated neighbours) has no alignment: PyTorch's
+        loss is infinite there (0 with ``zero_infinity``), TensorFlow's kernel refuses the batch, so such an
+        utterance is given one label in place of its own (the kernel refuses no labels too) and its loss is
+        counted 0 (no gradient), as PyTorch counts it."""
         log_probs, out_frames = self.model((feats, frames), training=training)
-        sparse = tf.sparse.from_dense(tf.cast(targets, tf.int32))  # labels are 1..C-1; 0 pads (and is the blank)
+        labels, lens = tf.cast(targets, tf.int32), tf.cast(target_lens, tf.int32)
+        valid = tf.sequence_mask(lens, tf.shape(labels)[1])
+        repeats = tf.reduce_sum(tf.cast((labels[:, 1:] == labels[:, :-1]) & valid[:, 1:], tf.int32), axis=1)
+        aligned = lens + repeats <= tf.cast(out_frames, tf.int32)
+        one_label = tf.cast(tf.range(tf.shape(labels)[1]) == 0, tf.int32)[None, :]  # [1, 0, 0, ...]
+        labels = tf.where(aligned[:, None], labels, one_label)
+        sparse = tf.sparse.from_dense(labels)  # labels are 1..C-1; 0 pads (and is the blank)
         per = tf.nn.ctc_loss(sparse, log_probs, None, tf.cast(out_frames, tf.int32), logits_time_major=True,
                              blank_index=ctc.BLANK)
-        per = tf.where(tf.math.is_finite(per), per, tf.zeros_like(per))
+        per = tf.where(aligned & tf.math.is_finite(per), per, tf.zeros_like(per))
         loss = tf.reduce_mean(per / tf.cast(tf.maximum(target_lens, 1), per.dtype))
         return with_l2(loss, self.model.trainable_variables, self.hp["opt_weight_decay"])
 

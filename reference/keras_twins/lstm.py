@@ -1,18 +1,19 @@
-"""Keras twin of the word-level LSTM language model (reference/lstm_model.py), for ``--framework tensorflow``.
+"""Keras twin of the word-level LSTM language models (reference/lstm_model.py), for ``--framework tensorflow``.
 
-The same model as ``LSTMLanguageModel``: dropout on the input, a Keras ``LSTM`` (PyTorch's gate order and
-formula), dropout on the output, and the adaptive softmax of ``nn.AdaptiveLogSoftmaxWithLoss`` whose
-weights are also the input embedding (the head's word rows, then each cluster's rows projected up). Keras
-ships no adaptive softmax, so its log-likelihood is written here as PyTorch computes it: the head's
-log-softmax over the shortlist and one entry per cluster, plus, for each target in a cluster, the
-cluster's own log-softmax, computed for the rows whose target falls in that cluster only (the FLOPs of a
-step depend on the batch's words, as in PyTorch). Layers are named after the PyTorch modules (``lstm``,
-``softmax.head``, ``softmax.tail.0.0``), so harness/keras_weights.py maps the twin onto the reference's
-tensors.
+The same model as ``LSTMLanguageModel``: dropout on the input, one Keras ``LSTM`` per layer of ``nn.LSTM``
+(PyTorch's gate order and formula; between two layers nn.LSTM's dropout), dropout on the output, and the
+adaptive softmax of ``nn.AdaptiveLogSoftmaxWithLoss`` whose weights are also the input embedding (the head's
+word rows, then each cluster's rows projected up). Keras ships no adaptive softmax, so its log-likelihood is
+written here as PyTorch computes it: the head's log-softmax over the shortlist and one entry per cluster,
+plus, for each target in a cluster, the cluster's own log-softmax, computed for the rows whose target falls
+in that cluster only (the FLOPs of a step depend on the batch's words, as in PyTorch). Layers are named
+after the PyTorch modules (``lstm``, ``softmax.head``, ``softmax.tail.0.0``; ``lstm_l1`` is nn.LSTM's second
+layer, its ``_l1`` tensors), so harness/keras_weights.py maps the twin onto the reference's tensors.
+lstm-mini has one layer, the full-size lstm (WikiText-103, read through tensorflow-datasets) two.
 
 One difference in parameters, stated: Keras' LSTM has one bias per gate where ``nn.LSTM`` has two
 (``bias_ih`` and ``bias_hh``, which only ever act as their sum). The twin starts from their sum and saves
-it as ``bias_ih_l0`` with a zero ``bias_hh_l0``: the same function, the same tensors for the checker. Under
+it as ``bias_ih_lK`` with a zero ``bias_hh_lK``: the same function, the same tensors for the checker. Under
 Adam each of PyTorch's two biases moves by about the learning rate per step, so their sum moves up to
 twice as far as the twin's one bias does.
 
@@ -43,15 +44,17 @@ from trainmark.reference.keras_twins.recipe import as_tf, clipped_adam, with_l2 
 
 
 class LanguageModel(keras.Model):
-    """``LSTMLanguageModel`` (one LSTM layer) in Keras: ``nll(tokens, targets, state)``."""
+    """``LSTMLanguageModel`` in Keras: ``nll(tokens, targets, state)``; the state is one (h, c) per layer."""
 
-    def __init__(self, vocab_size: int, hidden: int, cutoffs: list[int], div_value: float, dropout: float,
-                 unroll: bool = False):
+    def __init__(self, vocab_size: int, hidden: int, layer_count: int, cutoffs: list[int], div_value: float,
+                 dropout: float, unroll: bool = False):
         super().__init__(name="lstm_twin")
         self.hidden, self.vocab_size = hidden, vocab_size
         self.bounds = [*cutoffs, vocab_size]  # cluster i holds the words bounds[i] .. bounds[i+1] - 1
+        self.stack = [f"lstm_l{k}" if k else "lstm" for k in range(layer_count)]  # nn.LSTM's layers, in order
         named: list[layers.Layer] = [
-            layers.LSTM(hidden, return_sequences=True, return_state=True, unroll=unroll, name="lstm"),
+            *(layers.LSTM(hidden, return_sequences=True, return_state=True, unroll=unroll, name=name)
+              for name in self.stack),
             layers.Dense(cutoffs[0] + len(cutoffs), use_bias=False, name="softmax.head")]
         for i, (low, high) in enumerate(zip(self.bounds, self.bounds[1:])):
             named += [layers.Dense(int(hidden // div_value ** (i + 1)), use_bias=False, name=f"softmax.tail.{i}.0"),
@@ -99,11 +102,16 @@ class LanguageModel(keras.Model):
         return out
 
     def nll(self, tokens, targets, state=None, training=False):
-        """(the NLL of every target token, [B x T], the final LSTM state (h, c))."""
-        x = self.drop(tf.gather(self.embedding_matrix(), tokens), training=training)
-        h, last_h, last_c = self.layer("lstm")(x, initial_state=state, training=training)
+        """(the NLL of every target token, [B x T], the final state: one (h, c) per LSTM layer)."""
+        h = self.drop(tf.gather(self.embedding_matrix(), tokens), training=training)
+        last = []
+        for k, name in enumerate(self.stack):
+            if k:  # nn.LSTM's dropout between layers (the same rate as on its input and output)
+                h = self.drop(h, training=training)
+            h, last_h, last_c = self.layer(name)(h, initial_state=state[k] if state else None, training=training)
+            last.append((last_h, last_c))
         h = tf.reshape(self.drop(h, training=training), [-1, self.hidden])
-        return -self.log_prob(h, tf.reshape(targets, [-1])), (last_h, last_c)
+        return -self.log_prob(h, tf.reshape(targets, [-1])), tuple(last)
 
     def call(self, inputs, training=False):
         """The NLL of every target token, shaped as the targets ([B, T]): a plain Keras model's output."""
@@ -113,19 +121,22 @@ class LanguageModel(keras.Model):
 
 def language_model(ref, unroll: bool = False) -> LanguageModel:
     """The twin of ``ref.build_model()``, built (its weights exist) with Keras' initialisation."""
-    if ref.layers != 1:
-        raise ValueError(f"{ref.name}: the Keras twin has one LSTM layer, the reference {ref.layers}")
-    model = LanguageModel(ref.vocab_size, ref.hidden, ref.cutoffs, ref.div_value, ref.dropout, unroll)
+    model = LanguageModel(ref.vocab_size, ref.hidden, ref.layers, ref.cutoffs, ref.div_value, ref.dropout, unroll)
     model((tf.constant([[1, 2]], tf.int64), tf.constant([[2, ref.vocab_size - 1]], tf.int64)))
     return model
 
 
-# benchmark -> Keras builder (the full-size lstm, two layers, waits for a WikiText-103 tensorflow-datasets path)
-MODELS = {"lstm-mini": language_model}
+# benchmark -> Keras builder
+MODELS = {"lstm-mini": language_model, "lstm": language_model}
 
 
 def load_data(ref, rules, data_dir: Path) -> text_corpus.Corpus:
-    """The King James Bible through tensorflow-datasets: the PyTorch loader's vocabulary and token streams."""
+    """The corpus through tensorflow-datasets, with the PyTorch loader's vocabulary and token streams: the
+    King James Bible (lstm-mini) from its prepared files, WikiText-103 (lstm) from Salesforce's zip."""
+    if ref.name == "lstm":
+        from trainmark.reference.tfds_builders import wikitext103
+
+        return wikitext103.load(Path(data_dir), rules.dataset["archives"], ref.vocab_size)
     from trainmark.reference.tfds_builders import kjv as tfds_kjv
 
     return tfds_kjv.load(Path(data_dir), rules.dataset["files"], ref.vocab_size)
@@ -166,7 +177,7 @@ class LSTMTwin:
         """For the reference's own ``evaluate``: (NLL per token as a PyTorch tensor, the state to carry)."""
         if state is None:
             zeros = tf.zeros((tokens.shape[0], self.model.hidden))
-            state = (zeros, zeros)
+            state = tuple((zeros, zeros) for _ in self.model.stack)
         nll, state = self._nll(*as_tf(tokens, targets), state)
         return torch.from_numpy(nll.numpy()), state
 

@@ -2,12 +2,10 @@
 
 tfds builds ``wmt14_translate/de-en`` from four archives: Europarl v7, Common Crawl and News Commentary v9
 for training, and statmt's ``dev.tgz`` for newstest2013 (its validation split) and newstest2014 (its
-test split, the benchmark's evaluation set). Nothing is downloaded: tfds takes a file from its
-manual-download folder when the file's name is the one its checksums register (``UrlInfo.filename``), and
-checks the file's size and SHA-256. Those checksums are the rules' (``dataset.archives`` in
-rules/1.0/transformer.yaml, copied from tfds's own ``url_checksums/wmt14_translate.txt``), so another set
-of archives (a test's miniature ones) is checked against its own rules and built into a folder of its
-own (``archives-<16 hex>``), and a changed archive is never read from a stale build.
+test split, the benchmark's evaluation set). Nothing is downloaded: the archives come from a local folder,
+checked against the rules' checksums (``dataset.archives`` in rules/1.0/transformer.yaml, copied from
+tfds's own ``url_checksums/wmt14_translate.txt``), as reference/tfds_builders/archives.py hands them to
+tfds.
 
 One thing is changed besides the checksums: tfds would shuffle the records by a hash of their keys, and
 the records hold nothing of the files' order to put it back; here they keep the order tfds generates them
@@ -24,9 +22,6 @@ Imports TensorFlow: only the Transformer twin (reference/keras_twins/transformer
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 from pathlib import Path
 
 import torch  # noqa: F401  (before TensorFlow: see trainmark.harness.tf_import)
@@ -35,13 +30,11 @@ from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow saf
 
 import tensorflow_datasets as tfds  # noqa: E402
 from tensorflow_datasets.core.download import checksums as tfds_checksums  # noqa: E402
-from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError  # noqa: E402
 from tensorflow_datasets.translate import wmt14 as tfds_wmt14  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import parallel_text  # noqa: E402
-from trainmark.reference.tfds_builders import pinned  # noqa: E402
-from trainmark.rules.datasets import archive_problems  # noqa: E402
+from trainmark.reference.tfds_builders import archives as tfds_archives, pinned  # noqa: E402
 from trainmark.reference.tfds_builders.translation import encoded_corpus  # noqa: E402
 
 CONFIG = "de-en"                 # tfds's one German-English config: the Translation feature holds both sides
@@ -56,14 +49,9 @@ def url_infos(archives: dict[str, dict]) -> dict[str, tfds_checksums.UrlInfo]:
     """tfds's registered URLs of the archives the rules name, each with the rules' SHA-256 and size.
     A UserError names a rules' archive that tfds's wmt14_translate does not read, or one it needs that the
     rules leave out."""
-    registered = {info.filename: url for url, info in tfds_wmt14.Wmt14Translate.url_infos.items()}
-    needed = {name for name in registered if name != "wiki-titles.tgz"}  # wiki headlines: Hindi and Russian only
-    unknown, missing = sorted(set(archives) - set(registered)), sorted(needed - set(archives))
-    if unknown or missing or any("sha256" not in sums or "bytes" not in sums for sums in archives.values()):
-        raise UserError(f"WMT14 through tensorflow-datasets needs the rules' sha256 and bytes of {sorted(needed)} "
-                        f"(unknown: {unknown}, missing: {missing})")
-    return {registered[name]: tfds_checksums.UrlInfo(size=sums["bytes"], checksum=sums["sha256"], filename=name)
-            for name, sums in archives.items()}
+    registered = tfds_wmt14.Wmt14Translate.url_infos
+    needed = {i.filename for i in registered.values()} - {"wiki-titles.tgz"}  # wiki headlines: Hindi and Russian
+    return tfds_archives.url_infos(registered, archives, needed, "WMT14")
 
 
 def builder_class(infos: dict[str, tfds_checksums.UrlInfo]) -> type:
@@ -87,22 +75,7 @@ def prepared(folder: Path, archives: dict[str, dict], data_dir: Path | None = No
     {name: {sha256, bytes}}) into ``data_dir`` (or $TRAINMARK_TFDS_DIR, or data/tfds)/archives-<key>, unless
     it is built already."""
     infos = url_infos(archives)
-    key = hashlib.sha256("".join(f"{i.filename} {i.checksum}\n" for i in sorted(
-        infos.values(), key=lambda i: i.filename)).encode()).hexdigest()[:16]
-    tfds.disable_progress_bar()
-    with pinned._scratch_tempdir(), pinned._quiet_absl():  # noqa: SLF001 - the builders' shared quiet build
-        builder = builder_class(infos)(data_dir=str(pinned.tfds_dir(data_dir) / f"archives-{key}"), config=CONFIG)
-        if not builder.is_prepared():
-            # tfds would try to download a missing archive, and says more than one line of a changed one
-            if problems := archive_problems(archives, Path(folder)):
-                raise UserError(f"{problems[0]} ({HOW_TO_GET})")
-            config = tfds.download.DownloadConfig(manual_dir=str(folder), force_checksums_validation=True)
-            try:  # tfds checks each archive again as it takes it
-                with contextlib.redirect_stdout(io.StringIO()):
-                    builder.download_and_prepare(download_config=config)
-            except NonMatchingChecksumError as exc:
-                raise UserError(f"{folder}: {str(exc).splitlines()[0]}") from None
-    return builder
+    return tfds_archives.prepared(builder_class(infos), folder, archives, infos, HOW_TO_GET, data_dir, config=CONFIG)
 
 
 def pairs(builder: tfds.core.DatasetBuilder, split: str) -> tuple[list[str], list[str]]:
