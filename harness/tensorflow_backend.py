@@ -81,6 +81,7 @@ class TensorFlowTrainer:
         compiled = lambda f: tf.function(f, jit_compile=False, reduce_retracing=True, autograph=False)  # noqa: E731
         self._step = compiled(training_step(self.twin))
         self._gradients, self._apply = compiled(gradients(self.twin)), compiled(apply_gradients(self.twin))
+        self._splits = None  # several ranks: the gradients' offsets in the all-reduced vector
         self.steps = 0
         self.loss = tf.constant(0.0)
         self._nonfinite = False
@@ -114,12 +115,13 @@ class TensorFlowTrainer:
         import torch
         import torch.distributed as torch_dist
 
-        grads = [tf.convert_to_tensor(g) for g in grads]
-        flat = torch.from_numpy(np.concatenate([g.numpy().reshape(-1) for g in grads]))
+        arrays = [tf.convert_to_tensor(g).numpy() for g in grads]
+        if self._splits is None:  # where each variable's gradient ends in the flat vector: fixed per model
+            self._splits = np.cumsum([a.size for a in arrays])[:-1]
+        flat = torch.from_numpy(np.concatenate([a.reshape(-1) for a in arrays]))
         torch_dist.all_reduce(flat, op=torch_dist.ReduceOp.SUM)
         flat /= self.dist.world
-        parts = np.split(flat.numpy(), np.cumsum([int(np.prod(g.shape)) for g in grads])[:-1])
-        return [tf.constant(part.reshape(g.shape)) for part, g in zip(parts, grads)]
+        return [tf.constant(part.reshape(a.shape)) for part, a in zip(np.split(flat.numpy(), self._splits), arrays)]
 
     def loss_value(self) -> float:
         value = float(self.loss.numpy())
