@@ -264,18 +264,29 @@ def _numpy_case(shape: Shape):
     return lambda: np.matmul(a, b, out=out)
 
 
-def _memory_cases(device, quick: bool) -> list[tuple[str, int, Callable[[], object], str]]:
-    """(name, bytes moved per call, callable, description) for the bandwidth cases."""
-    gpu = torch.device(device).type != "cpu"
-    mib = 8 if quick else (1024 if gpu else 128)   # CPU: 4x the 32 MiB L3 of the machines we run on
-    n = mib * 2**20 // 4
+def _torch_copy_and_add(n: int, device) -> tuple[Callable[[], object], Callable[[], object], str]:
+    """PyTorch's bandwidth kernels on ``n`` fp32 elements: into a preallocated output."""
     src = torch.rand(n, device=device)
     other = torch.rand(n, device=device)
     dst = torch.empty_like(src)
-    nbytes = src.numel() * src.element_size()
+    return lambda: dst.copy_(src), lambda: torch.add(src, other, out=dst), "dst.copy_(src); torch.add(out=dst)"
+
+
+def _memory_cases(device, quick: bool, framework: str = "pytorch") -> list[tuple[str, int, Callable[[], object], str]]:
+    """(name, bytes moved per call, callable, description) for the bandwidth cases: the same sizes
+    and byte counts in every framework, the framework's own copy and add kernels."""
+    gpu = torch.device(device).type != "cpu"
+    mib = 8 if quick else (1024 if gpu else 128)   # CPU: 4x the 32 MiB L3 of the machines we run on
+    n = mib * 2**20 // 4
+    if framework == "tensorflow":
+        from trainmark.harness import ops_tensorflow
+        copy, add, kernels = ops_tensorflow.copy_and_add(n, device)
+    else:
+        copy, add, kernels = _torch_copy_and_add(n, device)
+    nbytes = n * 4
     return [
-        ("copy", 2 * nbytes, lambda: dst.copy_(src), f"dst.copy_(src), {mib} MiB fp32: read + write"),
-        ("add", 3 * nbytes, lambda: torch.add(src, other, out=dst), f"add, {mib} MiB fp32: 2 reads + 1 write"),
+        ("copy", 2 * nbytes, copy, f"copy, {mib} MiB fp32: read + write ({kernels})"),
+        ("add", 3 * nbytes, add, f"add, {mib} MiB fp32: 2 reads + 1 write ({kernels})"),
     ]
 
 
@@ -295,7 +306,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             warmup_s: float | None = None, peak: _peaks.DevicePeak | None | str = "auto",
             timer=None, progress: Callable[[dict], None] | None = None, framework: str = "pytorch") -> dict:
     """Run the benchmark set and return the report (schema ``FORMAT``; see docs in this module).
-    ``framework="tensorflow"``: the matmul and conv2d cases run in TensorFlow (harness/ops_tensorflow.py)."""
+    ``framework="tensorflow"``: the matmul, conv2d and memory cases run in TensorFlow (harness/ops_tensorflow.py)."""
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("CUDA requested but torch.cuda.is_available() is False")
@@ -355,14 +366,12 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             results.append(row)
             emit(row)
         time.sleep(0.3)
-    if "memory" in ops and framework != "pytorch":
-        skipped.append({"op": "memory", "reason": f"the bandwidth cases are PyTorch's; not measured under {framework}"})
-    elif "memory" in ops:
-        for name, nbytes, fn, desc in _memory_cases(device, quick):
+    if "memory" in ops:
+        for name, nbytes, fn, desc in _memory_cases(device, quick, framework):
             timing = measure(fn, timer, warmup_s=warmup_s, repeats=repeats, target_s=target_s)
             gbs = nbytes / timing.median / 1e9
             ref = peak.mem_bw_gbs if peak else None
-            row = {"op": name, "description": desc, "bytes_moved": nbytes, **timing.as_dict(),
+            row = {"op": name, "backend": backend, "description": desc, "bytes_moved": nbytes, **timing.as_dict(),
                    "gbs": gbs, "gbs_best": nbytes / min(timing.samples) / 1e9,
                    "datasheet_gbs": ref, "pct_of_peak": 100 * gbs / ref if ref else None}
             bandwidth.append(row)
@@ -370,7 +379,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
     report = {
         "format": FORMAT,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "device": _device_info(device),
+        "device": _device_info(device, framework),
         "peak": peak.as_dict() if peak else None,
         "settings": {"quick": quick, "repeats": repeats, "target_s": target_s, "warmup_s": warmup_s,
                      "dtypes": dtypes, "passes": passes, "ops": ops, "numpy_backend": numpy_backend,
@@ -385,9 +394,12 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
     return report
 
 
-def _device_info(device: torch.device) -> dict:
+def _device_info(device: torch.device, framework: str = "pytorch") -> dict:
     info = {"type": device.type, "name": _device_name(device), "torch": torch.__version__,
             "threads": torch.get_num_threads()}
+    if framework == "tensorflow":  # the kernels timed are TensorFlow's: name its version beside torch's
+        from trainmark.harness.tf_import import tf
+        info["tensorflow"] = tf.__version__
     if device.type == "cuda":
         info["cuda"] = torch.version.cuda
         info["capability"] = ".".join(map(str, torch.cuda.get_device_capability(device)))
@@ -472,7 +484,7 @@ def format_row(row: dict) -> str:
         return (f"{row['name']:<32} {row['dtype']:<5} {row['pass']:<4} {row['backend']:<6} "
                 f"{row['tflops']:>10.4g} {_fmt(row['pct_of_peak'], '.1f'):>7} "
                 f"{row['median_s'] * 1e3:>10.3f} {_fmt(row['spread_pct'], '.1f'):>7}")
-    return (f"{'memory.' + row['op']:<32} {'':<5} {'':<4} {'':<6} {row['gbs']:>8.4g} GB/s "
+    return (f"{'memory.' + row['op']:<32} {'':<5} {'':<4} {row.get('backend', ''):<6} {row['gbs']:>8.4g} GB/s "
             f"{_fmt(row['pct_of_peak'], '.1f'):>7} {row['median_s'] * 1e3:>10.3f} {_fmt(row['spread_pct'], '.1f'):>7}")
 
 
@@ -482,8 +494,9 @@ HEADER = (f"{'case':<32} {'dtype':<5} {'pass':<4} {'kernel':<6} {'TFLOP/s':>10} 
 
 def format_report(report: dict) -> str:
     """The summary a person reads: peak, ceilings, confirmation."""
-    lines = [f"device: {report['device']['name']} ({report['device']['type']}, torch {report['device']['torch']}, "
-             f"{report['device']['threads']} threads)"]
+    dev = report["device"]
+    tf_version = f", tensorflow {dev['tensorflow']}" if dev.get("tensorflow") else ""
+    lines = [f"device: {dev['name']} ({dev['type']}, torch {dev['torch']}{tf_version}, {dev['threads']} threads)"]
     peak = report.get("peak")
     if peak:
         lines.append(f"peak: {peak['kind']} — {peak['source']}")

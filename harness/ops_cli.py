@@ -44,7 +44,7 @@ def register(sub) -> None:
     p.add_argument("--repeats", type=int, help="timings per case (default 5; quick 3)")
     p.add_argument("--no-numpy", action="store_true", help="CPU: skip the NumPy BLAS reference rows")
     p.add_argument("--framework", choices=list(BACKENDS), default="pytorch",
-                   help="the framework whose matmul and conv2d kernels are timed (default: %(default)s)")
+                   help="the framework whose matmul, conv2d and memory kernels are timed (default: %(default)s)")
     p.add_argument("--nproc", type=int, default=2,
                    help="--op allreduce: ranks on this node, launched with torchrun (default: %(default)s)")
     p.add_argument("--json", dest="json_path", metavar="FILE",

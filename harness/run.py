@@ -440,6 +440,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             results.append(result)
             if dist.world > 1 and result.status == TrialStatus.CRASHED.value:
                 break  # the process group is broken (a rank died, or collectives fell out of step): the run ends
+        else:
+            distributed.shutdown()  # every rank finished every trial: leave the group together
     finally:
         progress.close()
         meter.stop()

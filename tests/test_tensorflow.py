@@ -410,7 +410,32 @@ def test_ops_times_tensorflow_kernels_with_the_shapes_flops():
     assert all(r["backend"] == "tensorflow" and r["tflops"] > 0 for r in rows.values())
     assert rows[("mm", "fwd")]["flops"] == 2 * 64 * 48 * 32 == rows[("mm", "bwd")]["flops"] // 2
     assert report["settings"]["framework"] == "tensorflow"
-    assert [s["op"] for s in report["skipped"]] == ["memory"]
+    from trainmark.harness.tf_import import tf
+    assert report["device"]["tensorflow"] == tf.__version__
+    assert f"tensorflow {tf.__version__}" in ops.format_report(report)
+    # the bandwidth cases run too, as TensorFlow's own kernels on the same bytes
+    bandwidth = {b["op"]: b for b in report["bandwidth"]}
+    assert set(bandwidth) == {"copy", "add"} and report["skipped"] == []
+    n_bytes = 8 * 2**20  # quick: 8 MiB of fp32
+    assert bandwidth["copy"]["bytes_moved"] == 2 * n_bytes and bandwidth["add"]["bytes_moved"] == 3 * n_bytes
+    for b in bandwidth.values():
+        assert b["backend"] == "tensorflow" and b["gbs"] == pytest.approx(b["bytes_moved"] / b["median_s"] / 1e9)
+        # a copy that moved no byte (tf.identity hands back the same buffer) would read as thousands of GB/s
+        assert 0 < b["gbs"] < 1000, b
+
+
+@needs_tf
+def test_tensorflow_copy_case_really_copies():
+    """DeepCopy writes a new buffer with the same values; identity would return the source's own."""
+    from trainmark.harness import ops_tensorflow
+
+    copy, add, _ = ops_tensorflow.copy_and_add(1000, "cpu")
+    a, b = copy().numpy(), copy().numpy()
+    assert a.shape == (1000,) and (a == b).all() and 0 < a.min() and a.max() < 1
+    other = add().numpy() - a  # src + other: what is left is the second source, uniform in [0, 1)
+    assert (other > -1e-6).all() and (other < 1 + 1e-6).all() and other.std() > 0.2
+    with pytest.raises(NotImplementedError, match="--device cpu"):
+        ops_tensorflow.copy_and_add(10, "cuda")
 
 
 def test_ops_framework_not_installed_is_one_line(capsys, monkeypatch):
