@@ -463,14 +463,17 @@ def read_report(path, flag: str = "--ceilings") -> tuple[dict, bytes]:
 
 
 def ceilings_record(report: dict, report_name: str, report_sha256: str) -> dict:
-    """The system description's ``measured_ceilings``: the numbers and the report they come from."""
+    """The system description's ``measured_ceilings``: the numbers, the report they come from and the
+    framework whose kernels reached them (a report without the setting predates TensorFlow: PyTorch's)."""
     ceilings = measured_ceilings(report)
     memory = ceilings.pop("memory_gbs", None)
     device = report.get("device") or {}
+    framework = (report.get("settings") or {}).get("framework", "pytorch")
     return {"source": "trainmark ops", "report": report_name, "report_sha256": report_sha256,
             "created_utc": report.get("created_utc"), "device_type": device.get("type"),
-            "device_name": device.get("name"), "torch": device.get("torch"), "tflops": ceilings,
-            "memory_gbs": memory}
+            "device_name": device.get("name"), "torch": device.get("torch"),
+            "framework": framework if isinstance(framework, str) else None,
+            "tensorflow": device.get("tensorflow"), "tflops": ceilings, "memory_gbs": memory}
 
 
 # ---------------------------------------------------------------- text output

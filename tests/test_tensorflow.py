@@ -413,6 +413,9 @@ def test_ops_times_tensorflow_kernels_with_the_shapes_flops():
     from trainmark.harness.tf_import import tf
     assert report["device"]["tensorflow"] == tf.__version__
     assert f"tensorflow {tf.__version__}" in ops.format_report(report)
+    record = ops.ceilings_record(report, "ops.json", "0" * 64)  # what --ceilings puts in the system description
+    assert record["framework"] == "tensorflow" and record["tensorflow"] == tf.__version__
+    assert record["memory_gbs"] == max(b["gbs"] for b in report["bandwidth"])
     # the bandwidth cases run too, as TensorFlow's own kernels on the same bytes
     bandwidth = {b["op"]: b for b in report["bandwidth"]}
     assert set(bandwidth) == {"copy", "add"} and report["skipped"] == []

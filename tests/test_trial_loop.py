@@ -252,6 +252,7 @@ def test_measured_ceilings_go_into_the_system_description_and_utilization(tmp_pa
     rec = sysdesc["measured_ceilings"]
     assert rec["tflops"] == {"fp32": 0.5} and rec["memory_gbs"] == 40.0 and rec["report"] == "ops.json"
     assert len(rec["report_sha256"]) == 64 and rec["device_type"] == "cpu"
+    assert rec["framework"] == "pytorch" and rec["tensorflow"] is None  # a report without the setting: PyTorch's
     t1 = json.loads((bench_dir(tmp_path) / "trial_1" / "trial.json").read_text())
     assert t1["ceiling_tflops"] == 0.5
     assert t1["utilization_of_ceiling"] == pytest.approx(t1["achieved_tflops"] / 0.5)
