@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from trainmark.errors import UserError
 from trainmark.harness import flops as _flops
+from trainmark.harness.framework import BACKENDS
 from trainmark.harness import peaks as _peaks
 from trainmark.harness.other_load import OtherLoad
 
@@ -472,8 +473,9 @@ def ceilings_record(report: dict, report_name: str, report_sha256: str) -> dict:
     return {"source": "trainmark ops", "report": report_name, "report_sha256": report_sha256,
             "created_utc": report.get("created_utc"), "device_type": device.get("type"),
             "device_name": device.get("name"), "torch": device.get("torch"),
-            "framework": framework if isinstance(framework, str) else None,
-            "tensorflow": device.get("tensorflow"), "tflops": ceilings, "memory_gbs": memory}
+            "framework": framework if isinstance(framework, str) and framework in BACKENDS else None,
+            "tensorflow": tf_version if isinstance(tf_version := device.get("tensorflow"), str) else None,
+            "tflops": ceilings, "memory_gbs": memory}
 
 
 # ---------------------------------------------------------------- text output

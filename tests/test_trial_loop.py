@@ -253,6 +253,10 @@ def test_measured_ceilings_go_into_the_system_description_and_utilization(tmp_pa
     assert rec["tflops"] == {"fp32": 0.5} and rec["memory_gbs"] == 40.0 and rec["report"] == "ops.json"
     assert len(rec["report_sha256"]) == 64 and rec["device_type"] == "cpu"
     assert rec["framework"] == "pytorch" and rec["tensorflow"] is None  # a report without the setting: PyTorch's
+    from trainmark.harness import ops
+    odd = {**json.loads((tmp_path / "ops.json").read_text()), "settings": {"framework": "../../etc/passwd"}}
+    assert ops.ceilings_record({**odd, "settings": {"framework": ["x"]}}, "ops.json", "0" * 64)["framework"] is None
+    assert ops.ceilings_record(odd, "ops.json", "0" * 64)["framework"] is None  # only a framework we know is named
     t1 = json.loads((bench_dir(tmp_path) / "trial_1" / "trial.json").read_text())
     assert t1["ceiling_tflops"] == 0.5
     assert t1["utilization_of_ceiling"] == pytest.approx(t1["achieved_tflops"] / 0.5)
