@@ -273,17 +273,14 @@ def _torch_copy_and_add(n: int, device) -> tuple[Callable[[], object], Callable[
     return lambda: dst.copy_(src), lambda: torch.add(src, other, out=dst), "dst.copy_(src); torch.add(out=dst)"
 
 
-def _memory_cases(device, quick: bool, framework: str = "pytorch") -> list[tuple[str, int, Callable[[], object], str]]:
+def _memory_cases(device, quick: bool,
+                  copy_and_add=_torch_copy_and_add) -> list[tuple[str, int, Callable[[], object], str]]:
     """(name, bytes moved per call, callable, description) for the bandwidth cases: the same sizes
-    and byte counts in every framework, the framework's own copy and add kernels."""
+    and byte counts in every framework, the framework's own copy and add kernels (``copy_and_add``)."""
     gpu = torch.device(device).type != "cpu"
     mib = 8 if quick else (1024 if gpu else 128)   # CPU: 4x the 32 MiB L3 of the machines we run on
     n = mib * 2**20 // 4
-    if framework == "tensorflow":
-        from trainmark.harness import ops_tensorflow
-        copy, add, kernels = ops_tensorflow.copy_and_add(n, device)
-    else:
-        copy, add, kernels = _torch_copy_and_add(n, device)
+    copy, add, kernels = copy_and_add(n, device)
     nbytes = n * 4
     return [
         ("copy", 2 * nbytes, copy, f"copy, {mib} MiB fp32: read + write ({kernels})"),
@@ -327,9 +324,10 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             progress(row)
 
     make_case, backend = (lambda shape, name, dev, pass_: _case(shape, DTYPES[name], dev, pass_)), "torch"
-    if framework == "tensorflow":
+    copy_and_add = _torch_copy_and_add
+    if framework == "tensorflow":  # the one place the framework's kernels are chosen
         from trainmark.harness import ops_tensorflow
-        make_case, backend = ops_tensorflow.case, "tensorflow"
+        make_case, copy_and_add, backend = ops_tensorflow.case, ops_tensorflow.copy_and_add, "tensorflow"
     flop_cache = {s.name: shape_flops(s) for s in shapes}
     load = OtherLoad() if device.type == "cpu" else None
     for dtype_name in dtypes:
@@ -368,7 +366,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             emit(row)
         time.sleep(0.3)
     if "memory" in ops:
-        for name, nbytes, fn, desc in _memory_cases(device, quick, framework):
+        for name, nbytes, fn, desc in _memory_cases(device, quick, copy_and_add):
             timing = measure(fn, timer, warmup_s=warmup_s, repeats=repeats, target_s=target_s)
             gbs = nbytes / timing.median / 1e9
             ref = peak.mem_bw_gbs if peak else None
