@@ -11,7 +11,7 @@ of resnet-mini; 400 x 5 = 2,000 MLLOG files by default), then, in one run:
    generated rules.
 
 The checker runs the same engine but parses the rule file once instead of once per file
-(see ``trainmark.checker.engine``), which is why it can be faster than the engine alone.
+(see ``trainmark.checker.mlperf.engine``), which is why it can be faster than the engine alone.
 
 3. On a real MLPerf Training folder (``--mlperf DIR``, default the shared v4.0 fixture) and
    on the synthetic one: the ``trainmark check`` command (a fresh process, start-up
@@ -38,8 +38,10 @@ from mlperf_logging.compliance_checker import mlp_compliance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the tests' fixture builder
 import synthetic  # noqa: E402
+
 from trainmark.checker.check import CheckOptions, check_path  # noqa: E402
-from trainmark.rules import compliance, get_rules  # noqa: E402
+from trainmark.checker.mlperf import compliance_rules as compliance  # noqa: E402
+from trainmark.rules import get_rules
 
 
 def build(root: Path, systems: int) -> list[Path]:

@@ -18,9 +18,9 @@ import time
 import torch
 
 from trainmark.format.mllog import TrialLogWriter
-from trainmark.harness.energy import open_meter
-from trainmark.harness.pytorch_backend import PyTorchBackend
-from trainmark.harness.monitor import Monitor
+from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend
+from trainmark.harness.measure.energy import open_meter
+from trainmark.harness.measure.windows import Monitor
 from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, run_trial
 from trainmark.reference import registry

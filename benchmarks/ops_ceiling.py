@@ -4,7 +4,7 @@ Prints, for the CPU matmul shapes of `trainmark ops` (fp32 and bf16, forward), o
 TFLOP/s beside a bare ``torch.matmul`` loop and a bare NumPy ``a @ b`` loop (fp32 only) on the
 same shapes, and checks that ours is within ``--tolerance`` (5 %) of the best of them.
 
-"Ours" is ``trainmark.harness.ops.run_ops`` (what ``trainmark ops`` calls) on one shape: the best
+"Ours" is ``trainmark.harness.throughput.ops.run_ops`` (what ``trainmark ops`` calls) on one shape: the best
 row it reports (its torch kernel, or on fp32 its NumPy reference row). The contenders are
 interleaved finely, shape by shape in rotating order over ``--rounds`` rounds, so a busy moment
 on a shared machine falls on all of them alike; each keeps its best round. Between NumPy and
@@ -60,7 +60,7 @@ def bare(kind: str, dims: dict, dtype: str, repeats: int, target_s: float, stati
 
 def ours(shape, dtype: str, repeats: int, statistic: str) -> float:
     """The best TFLOP/s `trainmark ops` reports for this shape and dtype (its default CPU settings)."""
-    from trainmark.harness import ops
+    from trainmark.harness.throughput import ops
 
     report = ops.run_ops("cpu", [dtype], ops=["matmul"], passes=["fwd"], shapes=[shape],
                          numpy_backend=dtype == "fp32", repeats=repeats, peak=None)
@@ -109,7 +109,7 @@ def main() -> int:
                          "figure, for a shared machine whose neighbours slow some loops down")
     args = ap.parse_args()
 
-    from trainmark.harness import ops
+    from trainmark.harness.throughput import ops
 
     by_name = {s.name: s for s in ops.default_shapes("cpu") if s.op == "matmul"}
     names = [n.strip() for n in args.shapes.split(",") if n.strip()]

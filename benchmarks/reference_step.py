@@ -5,7 +5,8 @@
         [--repeats 4] [--threads N] [--device cpu|cuda] [--amp] [--plain-contiguous]
 
 "ours" is the step ``trainmark run`` and ``trainmark sweep`` time: the framework seam's
-``Trainer.step`` (harness/framework.py, harness/pytorch_backend.py) after ``ref.to_device`` (uint8 batch -> normalised
+``Trainer.step`` (harness/frameworks/backend.py,
+harness/frameworks/pytorch_backend.py) after ``ref.to_device`` (uint8 batch -> normalised
 float, channels-last when the reference asks for it): ``ref.loss`` under the precision's autocast,
 ``zero_grad``, ``backward``, the reference's optimizer and scheduler, and the device-side
 non-finite-loss flag. "plain" is the textbook loop on the same architecture, initialisation and
@@ -34,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torchvision.models.inception import InceptionOutputs
 
-from trainmark.harness.pytorch_backend import PyTorchBackend, autocast_for
+from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend, autocast_for
 from trainmark.reference import registry
 from trainmark.rules import get_rules
 

@@ -58,7 +58,7 @@ def steps_per_s(ref, hp, batch, steps: int, sampler=None, device: str = "cpu") -
 
 
 def main() -> None:
-    from trainmark.harness import energy, telemetry
+    from trainmark.harness.measure import energy, telemetry
     from trainmark.reference import registry
     from trainmark.rules import get_rules
 
@@ -107,7 +107,7 @@ def main() -> None:
 
 def sampler_cpu_s(path: Path, sources, samples: int = 200) -> float:
     """Median CPU time of one sample (thread CPU time, so other processes do not inflate it)."""
-    from trainmark.harness import telemetry
+    from trainmark.harness.measure import telemetry
 
     sampler = telemetry.Sampler(path, sources, 3600).start()  # the thread's first tick is an hour away
     costs = []

@@ -3,7 +3,7 @@
     python benchmarks/tf_step.py [--models resnet-mini vgg-mini] [--steps 20] [--repeats 4]
 
 "ours" is the step ``trainmark run --framework tensorflow`` times: ``TensorFlowTrainer.step``
-(harness/tensorflow_backend.py), one ``tf.function`` without XLA that normalises the uint8 batch
+(harness/frameworks/tensorflow_backend.py), one ``tf.function`` without XLA that normalises the uint8 batch
 to NHWC float, runs the Keras twin forward, the label-smoothed cross-entropy plus the kernels' L2
 term, the gradients and SGD with Nesterov momentum on the reference's per-step learning-rate table.
 "plain" is the textbook Keras loop on the same model, initialisation and batch: ``model.compile``
@@ -24,15 +24,13 @@ import platform
 import statistics
 import time
 
+import keras  # noqa: E402
 import numpy as np
 import torch
 
-from trainmark.harness.tf_import import tf  # first: TensorFlow beside PyTorch
-
-import keras  # noqa: E402
-
-from trainmark.harness import tensorflow_backend as tfb  # noqa: E402
+from trainmark.harness.frameworks import tensorflow_backend as tfb  # noqa: E402
 from trainmark.reference import fashion_mnist, registry  # noqa: E402
+from trainmark.reference.tf_import import tf  # first: TensorFlow beside PyTorch
 from trainmark.rules import get_rules  # noqa: E402
 
 BOUND = 0.95  # samples/s ratio: ours may take at most 1.05x plain's time per step

@@ -11,26 +11,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from trainmark.checker import archive
-from trainmark.checker.benchmark_check import BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
-from trainmark.checker.catalog import CHECKER_001, LAYOUT_006
-from trainmark.checker.code_check import check_code
-from trainmark.checker.conformity import ReferenceBuilder, ReferenceStructures
-from trainmark.checker.findings import Findings
-from trainmark.checker.layout import walk
-from trainmark.checker.mlperf import (
+from trainmark.checker.benchmark import BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
+from trainmark.checker.checks.code import check_code
+from trainmark.checker.checks.conformity import ReferenceBuilder, ReferenceStructures
+from trainmark.checker.checks.system_desc import check_system_file, load_schema
+from trainmark.checker.mlperf.results import (
     infer_ruleset,
     is_mlperf_benchmark,
     known_rulesets,
     ruleset_note,
     score_mlperf_benchmark,
 )
-from trainmark.checker.report import Report
-from trainmark.checker.safefs import SafeTree
-from trainmark.checker.systemdesc import check_system_file, load_schema
-from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, known_versions, load_ruleset
-
+from trainmark.checker.read import archive
+from trainmark.checker.read.levels import walk
+from trainmark.checker.read.safefs import SafeTree
+from trainmark.checker.verdict.codes import CHECKER_001, LAYOUT_006
+from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.result import Report
 from trainmark.errors import UserError
+from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, known_versions, load_ruleset
 
 
 @dataclass

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from trainmark.checker.findings import printable
+from trainmark.checker.verdict.findings import printable
 
 ProgressCallback = Callable[[int, int, str], None]  # (folders done, folders in all, the folder now checked)
 

@@ -23,14 +23,18 @@ import torch
 
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.errors import UserError
+from trainmark.files import append_line, write_atomic, write_json_atomic, write_text_atomic
 from trainmark.format import epochlog, layout, mllog
 from trainmark.format.labels import MISSED, UNFINISHED, TrialStatus
-from trainmark.harness import distributed, energy, framework, implementation, peaks, scale_nodes, system
-from trainmark.files import append_line, write_atomic, write_json_atomic, write_text_atomic
-from trainmark.harness.monitor import Monitor
-from trainmark.harness.other_load import OtherLoad
+from trainmark.harness import code_record as implementation
+from trainmark.harness.frameworks import backend as framework
+from trainmark.harness.frameworks import distributed
+from trainmark.harness.measure import energy, peaks, system
+from trainmark.harness.measure import nodes as scale_nodes
+from trainmark.harness.measure.other_load import OtherLoad
+from trainmark.harness.measure.telemetry import open_for_trial as open_telemetry
+from trainmark.harness.measure.windows import Monitor
 from trainmark.harness.progress import TrialProgress
-from trainmark.harness.telemetry import open_for_trial as open_telemetry
 from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
 from trainmark.reference import registry
@@ -65,7 +69,7 @@ class RunOptions:
     max_epochs: int | None = None  # calibration only: fewer epochs than the rules' max_epochs
     ceilings: Path | None = None  # a `trainmark ops --json` report of this machine: its measured ceilings
     telemetry_hz: float = 1.0  # telemetry samples per second into trial_<k>/telemetry.csv (0: none)
-    framework: str = "pytorch"  # harness/framework.py's BACKENDS
+    framework: str = "pytorch"  # harness/frameworks/backend.py's BACKENDS
 
 
 @dataclass
@@ -246,7 +250,7 @@ def ceilings_for(path: Path, device: torch.device) -> dict:
     """The system description's ``measured_ceilings`` from an ops report measured on this kind of device."""
     import hashlib
 
-    from trainmark.harness import ops
+    from trainmark.harness.throughput import ops
 
     report, raw = ops.read_report(path)
     measured_on = (report.get("device") or {}).get("type")
@@ -271,7 +275,7 @@ def open_meter_for(device: torch.device, dist: distributed.Dist, estimate_watts:
     Several nodes: each node's local rank 0 meters its node and the readings are summed (scale_nodes)."""
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", dist.world))
     if local_world < dist.world:
-        from trainmark.harness import scale_nodes
+        from trainmark.harness.measure import nodes as scale_nodes
         return scale_nodes.open_node_meter(device, dist, estimate_watts, energy.cuda_uuids)
     if not dist.is_main:
         return energy.NullMeter("measured by rank 0")
@@ -327,12 +331,12 @@ def prepare(opts: RunOptions) -> Prepared:
         raise UserError("--trials must be at least 1")
 
     dist = distributed.init(str(device))
-    from trainmark.harness import scale_nodes
+    from trainmark.harness.measure import nodes as scale_nodes
     scale_nodes.record_peers(dist)  # so that a crash can name a rank that died
     if device.type == "cuda" and dist.world > 1:
         device = torch.device("cuda", dist.local_rank)
     if hp["global_batch_size"] % dist.world:
-        from trainmark.harness.scale import nearest_divisors
+        from trainmark.harness.scale.saturation import nearest_divisors
         raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks; the "
                         f"nearest world sizes that divide it: "
                         f"{', '.join(map(str, nearest_divisors(hp['global_batch_size'], dist.world)))}")

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
 from trainmark.format import mllog
-from trainmark.harness.monitor import Mark, Monitor, Window
+from trainmark.harness.measure.windows import Mark, Monitor, Window
 
 
 class OpenWindow:
@@ -73,7 +73,7 @@ class Timeline:
 
     @property
     def telemetry(self):
-        """The trial's telemetry sampler (trainmark.harness.telemetry), or None."""
+        """The trial's telemetry sampler (trainmark.harness.measure.telemetry), or None."""
         return self.monitor.telemetry
 
     @contextmanager

@@ -2,7 +2,7 @@
 
 The loop reads top to bottom: initialise (untimed), then per epoch train, and evaluate when the
 rules say so, until the target, the epoch cap or divergence. The Timeline (harness/timeline.py)
-owns the clock, the energy windows and the MLLOG; the framework seam (harness/framework.py) owns
+owns the clock, the energy windows and the MLLOG; the framework seam (harness/frameworks/backend.py) owns
 the model and the training step; the reference owns the data and the recipe. Outcomes:
 ``converged`` (target reached), ``not_converged`` (epoch cap), ``diverged`` (non-finite loss or
 metric), ``aborted`` (Ctrl-C), ``crashed`` (exception). No trial is dropped.
@@ -16,9 +16,10 @@ from typing import Any, Callable
 
 from trainmark.format import epochlog, mllog
 from trainmark.format.labels import TrialStatus, run_stop_status
-from trainmark.harness import flops, scale_nodes
-from trainmark.harness.framework import Backend, Trainer
-from trainmark.harness.monitor import Window
+from trainmark.harness.frameworks.backend import Backend, Trainer
+from trainmark.harness.measure import flops
+from trainmark.harness.measure import nodes as scale_nodes
+from trainmark.harness.measure.windows import Window
 from trainmark.harness.progress import TrialProgress
 from trainmark.harness.timeline import Timeline
 
@@ -34,7 +35,7 @@ class TrialConfig:
     submitter: str
     system_name: str
     rules_version: str
-    hparams: dict[str, Any]     # the device and precision belong to the backend (harness/framework.py)
+    hparams: dict[str, Any]     # the device and precision belong to the backend (harness/frameworks/backend.py)
     max_epochs: int
     eval_every: int
     target_reached: Callable[[float], bool]
@@ -83,7 +84,7 @@ class TrialResult:
     utilization_of_ceiling: float | None = None
     precision_used: str = "fp32"
     error: str | None = None
-    telemetry: dict | None = None          # the telemetry file's record (trainmark.harness.telemetry)
+    telemetry: dict | None = None          # the telemetry file's record (trainmark.harness.measure.telemetry)
     history: list[EpochRecord] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:

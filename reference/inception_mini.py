@@ -16,8 +16,16 @@ from __future__ import annotations
 from functools import partial
 
 from torch import nn
-from torchvision.models.inception import (BasicConv2d, Inception3, InceptionA, InceptionAux, InceptionB,
-                                          InceptionC, InceptionD, InceptionE)
+from torchvision.models.inception import (
+    BasicConv2d,
+    Inception3,
+    InceptionA,
+    InceptionAux,
+    InceptionB,
+    InceptionC,
+    InceptionD,
+    InceptionE,
+)
 
 from trainmark.reference.fashion_mnist_classifier import FashionMnistClassifier
 from trainmark.reference.registry import register

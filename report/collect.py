@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.findings import Findings
-from trainmark.checker.mllog_read import read_events
-from trainmark.checker.report import Report
-from trainmark.checker.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
-
+from trainmark.checker.read.mllog_read import read_events
+from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.result import Report
 from trainmark.format import mllog
 
 
@@ -198,7 +197,7 @@ def _gather(report: Report, options: CheckOptions) -> tuple[list[BenchmarkView],
 def collect(path: Path | str, options: CheckOptions | None = None) -> ReportData:
     """Check ``path`` (a folder, or an archive unpacked as ``trainmark check`` unpacks it) and gather
     everything the report shows; raises ``UserError`` like the checker."""
-    from trainmark.checker import archive
+    from trainmark.checker.read import archive
 
     options = options or CheckOptions()
     path = Path(path)

@@ -14,8 +14,15 @@ from trainmark import __version__
 from trainmark.report import plots
 from trainmark.report.collect import BenchmarkView, ReportData, system_of
 from trainmark.report.fmt import num
-from trainmark.report.summary import (BENCHMARK_COLUMNS, FINDING_COLUMNS, TRIAL_COLUMNS, benchmark_row,
-                                      finding_row, loose_findings, trial_row)
+from trainmark.report.summary import (
+    BENCHMARK_COLUMNS,
+    FINDING_COLUMNS,
+    TRIAL_COLUMNS,
+    benchmark_row,
+    finding_row,
+    loose_findings,
+    trial_row,
+)
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from trainmark.files import read_json_report
 from trainmark.errors import UserError
+from trainmark.files import read_json_report
 
 SWEEP_FORMAT = "trainmark-sweep/1"
 MAX_BYTES = 16 * 1024 * 1024

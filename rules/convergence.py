@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 from statistics import mean, stdev
 
-
 ALPHA = 0.05
 
 

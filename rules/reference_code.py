@@ -2,7 +2,7 @@
 
 A closed-division submission must have run the released reference, byte for byte. The
 harness copies the reference's source files into the submission's implementation record
-(``trainmark.harness.implementation``); the checker compares their SHA-256 with the hashes
+(``trainmark.harness.code_record``); the checker compares their SHA-256 with the hashes
 shipped beside the rule files, ``rules/<version>/reference-code.json``. That file is
 generated (``trainmark rules code-hashes``) and a test fails when it is stale.
 
@@ -14,9 +14,9 @@ running it), and its rule file. Paths inside the record are ``code/<module/path>
 from __future__ import annotations
 
 import ast
-import re
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 from trainmark.digest import sha256_file

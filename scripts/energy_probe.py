@@ -21,7 +21,7 @@ from pathlib import Path
 def main() -> None:
     import torch
 
-    from trainmark.harness import energy, telemetry
+    from trainmark.harness.measure import energy, telemetry
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)

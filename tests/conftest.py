@@ -5,7 +5,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from tiny_reference import TinyData, TinyTest  # noqa: F401  (registers tiny-test)
 
 TEST_RULES = Path(__file__).parent / "rules"
@@ -35,6 +34,7 @@ def rules_copy(tmp_path) -> Path:
 def clean_submission(tmp_path_factory) -> Path:
     """A clean synthetic resnet-mini submission (closed division), written once per test session."""
     import synthetic
+
     from trainmark.rules import get_rules
 
     root = tmp_path_factory.mktemp("clean")

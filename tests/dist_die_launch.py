@@ -5,6 +5,7 @@ import os
 import sys
 
 import tiny_reference
+
 from trainmark.cli import main
 
 if os.environ.get("RANK") == os.environ.get("DIE_RANK"):

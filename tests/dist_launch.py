@@ -2,6 +2,7 @@
 import sys
 
 import tiny_reference  # noqa: F401  (registers tiny-test)
+
 from trainmark.cli import main
 
 sys.exit(main())

@@ -9,6 +9,7 @@ if os.environ.get("SCALE_TEST_DIE_RANK") == os.environ.get("RANK"):
     os._exit(3)
 
 import tiny_reference  # noqa: E402,F401  (registers tiny-test)
-from trainmark.harness.scale_worker import main  # noqa: E402
+
+from trainmark.harness.scale.worker import main  # noqa: E402
 
 sys.exit(main())

@@ -10,12 +10,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 import synthetic
-from trainmark.checker import archive
-from trainmark.checker.archive import ArchiveLimits
+
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.findings import Findings
+from trainmark.checker.read import archive
+from trainmark.checker.read.archive import ArchiveLimits
+from trainmark.checker.verdict.findings import Findings
 from trainmark.cli import main
 
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())
@@ -186,7 +186,7 @@ def test_cli_exit_status_and_json_for_a_refused_archive(tmp_path, capsys):
 
     import jsonschema
 
-    from trainmark.checker.report import REPORT_SCHEMA
+    from trainmark.checker.verdict.result import REPORT_SCHEMA
 
     path = build_tar(tmp_path / "bad.tar.gz", [member("../evil.txt")])
     assert main(["check", str(path)]) == 1

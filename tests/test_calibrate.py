@@ -5,6 +5,7 @@ import json
 
 from conftest import TEST_RULES
 from tiny_reference import TinyTest
+
 from trainmark.cli import main
 
 

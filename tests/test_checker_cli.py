@@ -10,11 +10,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 import synthetic
-from trainmark.checker.catalog import RULES as RULE_IDS
-from trainmark.checker.render import CSV_COLUMNS
-from trainmark.checker.report import REPORT_SCHEMA
+
+from trainmark.checker.verdict.codes import RULES as RULE_IDS
+from trainmark.checker.verdict.render import CSV_COLUMNS
+from trainmark.checker.verdict.result import REPORT_SCHEMA
 from trainmark.cli import main
 from trainmark.reference import registry
 from trainmark.rules import get_rules
@@ -117,7 +117,7 @@ def test_docs_list_every_rule_and_the_schema_version():
 
 def test_the_finding_code_table_is_generated_from_the_catalogue():
     """docs/checker.md's table is `trainmark rules docs` output: stale means someone edited one side only."""
-    from trainmark.checker import catalog_docs
+    from trainmark.checker.verdict import codes_docs as catalog_docs
 
     text = DOCS.read_text(encoding="utf-8")
     assert catalog_docs.updated(text) == text, "docs/checker.md is stale: run `trainmark rules docs`"
@@ -125,8 +125,8 @@ def test_the_finding_code_table_is_generated_from_the_catalogue():
 
 def test_modules_name_codes_through_the_catalogue_constants():
     """A code spelt as a string could hold a typo that raises only when its finding fires; a constant
-    (``from trainmark.checker.catalog import LAYOUT_003``) is checked by the import and by ruff."""
-    from trainmark.checker import catalog
+    (``from trainmark.checker.verdict.codes import LAYOUT_003``) is checked by the import and by ruff."""
+    from trainmark.checker.verdict import codes as catalog
 
     for rule in RULE_IDS.values():
         assert getattr(catalog, rule.id.replace("-", "_")) == rule.id

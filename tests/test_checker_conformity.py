@@ -5,13 +5,13 @@ import json
 import shutil
 
 import pytest
+import synthetic
 import torch
 from safetensors.torch import save_file
 from torchvision.ops import MLP
 
-import synthetic
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.conformity import ReferenceStructures
+from trainmark.checker.checks.conformity import ReferenceStructures
 from trainmark.format import structure
 from trainmark.rules import get_rules
 

@@ -4,20 +4,21 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import synthetic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import synthetic
-from trainmark.checker.catalog import RULES as RULE_IDS
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.engine import run_engine
-from trainmark.checker.epochs_check import check_epochs_log
-from trainmark.checker.findings import Findings
-from trainmark.checker.mllog_check import check_summary, check_time_order, engine_findings
-from trainmark.checker.mllog_read import read_events
-from trainmark.checker.safetensors_header import HeaderError, parse_header
-from trainmark.checker.trial_record import extract_trial
-from trainmark.rules import compliance, get_rules
+from trainmark.checker.checks.epochs import check_epochs_log
+from trainmark.checker.checks.mllog import check_summary, check_time_order, engine_findings
+from trainmark.checker.mlperf import compliance_rules as compliance
+from trainmark.checker.mlperf.engine import run_engine
+from trainmark.checker.read.mllog_read import read_events
+from trainmark.checker.read.safetensors_header import HeaderError, parse_header
+from trainmark.checker.read.trial_record import extract_trial
+from trainmark.checker.verdict.codes import RULES as RULE_IDS
+from trainmark.checker.verdict.findings import Findings
+from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")
 BENCH = "closed/acme/results/sys1/resnet-mini"

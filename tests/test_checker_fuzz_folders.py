@@ -13,12 +13,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import synthetic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import synthetic
-from trainmark.checker.findings import MAX_PER_RULE_AND_FILE
-from trainmark.checker.report import REPORT_SCHEMA
+from trainmark.checker.verdict.findings import MAX_PER_RULE_AND_FILE
+from trainmark.checker.verdict.result import REPORT_SCHEMA
 from trainmark.cli import main
 from trainmark.reference import registry
 from trainmark.rules import get_rules

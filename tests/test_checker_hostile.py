@@ -5,13 +5,13 @@ import os
 import pickle
 
 import pytest
+import synthetic
 import torch
 
-import synthetic
-from trainmark.checker import safefs
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.safefs import SafeTree, UnsafeEntry
-from trainmark.checker.safetensors_header import MAX_HEADER
+from trainmark.checker.read import safefs
+from trainmark.checker.read.safefs import SafeTree, UnsafeEntry
+from trainmark.checker.read.safetensors_header import MAX_HEADER
 from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")

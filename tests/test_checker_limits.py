@@ -9,13 +9,14 @@ import pickle
 from pathlib import Path
 
 import pytest
-
 import synthetic
-from trainmark.checker import benchmark_check, mllog_read
+
+from trainmark.checker import benchmark as benchmark_check
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.findings import MAX_PER_RULE_AND_FILE, MAX_PER_RULE_AND_FOLDER, Findings, printable
-from trainmark.checker.mllog_read import read_events
-from trainmark.checker.safetensors_header import MAX_HEADER, sniff_pickle
+from trainmark.checker.read import mllog_read
+from trainmark.checker.read.mllog_read import read_events
+from trainmark.checker.read.safetensors_header import MAX_HEADER, sniff_pickle
+from trainmark.checker.verdict.findings import MAX_PER_RULE_AND_FILE, MAX_PER_RULE_AND_FOLDER, Findings, printable
 
 BENCH = "closed/acme/results/sys1/resnet-mini"
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.mlperf import infer_ruleset
+from trainmark.checker.mlperf.results import infer_ruleset
 
 FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"
 pytestmark = pytest.mark.skipif(not FIXTURE.is_dir(), reason="needs ../shared/fixtures/mlperf-training-v4.0")

@@ -6,8 +6,8 @@ import re
 import shutil
 
 import pytest
-
 import synthetic
+
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.rules import get_rules
 
@@ -194,7 +194,7 @@ def test_mllog_009_engine_failure_is_a_finding(root, monkeypatch):
 
 
 def test_checker_001_a_checker_bug_is_a_finding_for_that_folder_only(root, monkeypatch):
-    from trainmark.checker import benchmark_check
+    from trainmark.checker import benchmark as benchmark_check
 
     def bug(*args, **kwargs):
         raise ZeroDivisionError("oops")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainmark.checker.scoring import confidence_interval, olympic_mean, score_benchmark
-from trainmark.checker.trial_record import EvalRecord, TrialRecord
+from trainmark.checker.read.trial_record import EvalRecord, TrialRecord
+from trainmark.checker.verdict.scoring import confidence_interval, olympic_mean, score_benchmark
 
 
 def test_olympic_mean_drops_fastest_and_slowest():

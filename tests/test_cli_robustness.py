@@ -17,8 +17,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 import synthetic
+
 from trainmark.cli import build_parser, main
 from trainmark.reference import registry
 from trainmark.rules import get_rules
@@ -237,7 +237,7 @@ def test_run_summary_table_never_cuts_status_or_metric():
 
     from rich.console import Console
 
-    from trainmark.harness.run_cli import summary_table
+    from trainmark.cli.run import summary_table
     result = SimpleNamespace(status="converged", epochs=3, final_metric=0.91234, train_time_s=1.0, total_time_s=2.0,
                              train_energy_j=None, train_samples_per_s=10.0, achieved_tflops=0.1, utilization=0.5)
     summary = SimpleNamespace(bench_dir="x", results=[result], first_trial=1)
@@ -264,7 +264,7 @@ def test_every_option_has_help_and_no_rst_backticks():
 
 
 def test_rules_docs_default_output_is_the_package_docs(tmp_path, monkeypatch):
-    from trainmark.rules.cli import default_docs_path
+    from trainmark.cli.rules import default_docs_path
     monkeypatch.chdir(tmp_path)
     assert default_docs_path() == Path(__file__).resolve().parents[1] / "docs" / "rules.md"
     assert main(["rules", "docs", "--output", str(tmp_path / "r.md")]) == 0

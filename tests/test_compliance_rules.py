@@ -5,13 +5,14 @@ import re
 import shutil
 
 import pytest
+import synthetic
 import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
 
-import synthetic
-from trainmark.checker.catalog import RULES as RULE_IDS
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.rules import compliance, get_rules
+from trainmark.checker.mlperf import compliance_rules as compliance
+from trainmark.checker.verdict.codes import RULES as RULE_IDS
+from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")
 

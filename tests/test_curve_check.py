@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
+import synthetic
 import yaml
 
-import synthetic
-from trainmark.checker.catalog import CURVE_001
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.curve_check import band_for, outside
+from trainmark.checker.checks.curve import band_for, outside
+from trainmark.checker.verdict.codes import CURVE_001
 from trainmark.rules import get_rules
 from trainmark.rules.ruleset import validate
 

@@ -3,8 +3,8 @@ import hashlib
 
 import pytest
 import yaml
-
 from conftest import TEST_RULES
+
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.harness.run import RunOptions, run_benchmark

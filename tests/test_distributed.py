@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from conftest import TEST_RULES
+
 from trainmark.format import epochlog
 
 HERE = Path(__file__).parent

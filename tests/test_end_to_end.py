@@ -7,8 +7,8 @@ committed under submissions/.
 import json
 
 import pytest
-
 from conftest import TEST_RULES
+
 from trainmark.cli import main
 from trainmark.format import epochlog
 from trainmark.reference.fashion_mnist import resolve_dir

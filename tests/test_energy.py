@@ -1,9 +1,8 @@
 """Energy meters on fake hardware: a fake sysfs RAPL tree and a fake pynvml module."""
 import pytest
-
 from energy_fakes import FakeNVML, make_powercap
-from trainmark.harness import energy
 
+from trainmark.harness.measure import energy
 
 make_rapl = make_powercap  # the fake RAPL tree the energy tests share (tests/energy_fakes.py)
 

@@ -4,16 +4,17 @@ import json
 import shutil
 
 import pytest
-
+import synthetic
 from conftest import TEST_RULES, TinyTest
 from energy_fakes import FakeNVML, add_uj, make_powercap
-import synthetic
-from trainmark.checker import telemetry_check
+
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.findings import Findings
-from trainmark.checker.mllog_read import Event
-from trainmark.checker.safefs import SafeTree
-from trainmark.harness import energy, run
+from trainmark.checker.checks import telemetry as telemetry_check
+from trainmark.checker.read.mllog_read import Event
+from trainmark.checker.read.safefs import SafeTree
+from trainmark.checker.verdict.findings import Findings
+from trainmark.harness import run
+from trainmark.harness.measure import energy
 from trainmark.harness.run import RunOptions, run_benchmark
 
 BENCH = "closed/acme/results/box/tiny-test"

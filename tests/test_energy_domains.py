@@ -1,8 +1,8 @@
 """Energy by domain on fake hardware: the composite meter, amdsmi, IPMI DCMI, faults mid-run."""
 import pytest
-
 from energy_fakes import FakeAmdSmi, FakeNVML, add_uj, fake_ipmitool, make_powercap, prepend_path
-from trainmark.harness import energy
+
+from trainmark.harness.measure import energy
 
 
 def test_composite_reports_each_domain_and_the_total_of_its_scope(tmp_path):

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainmark.harness import flops
-from trainmark.harness.flops import achieved_tflops, attention_flops, training_flops_per_step, utilization
+from trainmark.harness.measure import flops
+from trainmark.harness.measure.flops import achieved_tflops, attention_flops, training_flops_per_step, utilization
 
 
 def _sum_loss(out):

@@ -5,11 +5,11 @@ import sys
 from pathlib import Path
 
 import torch
+from conftest import TEST_RULES, TinyTest
 from safetensors.torch import load_file
 
-from conftest import TEST_RULES, TinyTest
-from trainmark.harness import sweep
-from trainmark.harness.pytorch_backend import PyTorchBackend, autocast_for
+from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend, autocast_for
+from trainmark.harness.throughput import sweep
 from trainmark.rules import get_rules
 
 ROOT = Path(__file__).resolve().parents[1]

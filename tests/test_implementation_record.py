@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import SHIPPED_RULES, TEST_RULES
+
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
-from trainmark.harness.implementation import manifest_text
+from trainmark.harness.code_record import manifest_text
 from trainmark.harness.run import RunOptions, run_benchmark
 from trainmark.rules import reference_code
 

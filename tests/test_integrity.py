@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import synthetic
+
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.rules import get_rules
 

@@ -5,17 +5,18 @@ import json
 import logging
 
 import pytest
+from conftest import TEST_RULES
 from mlperf_logging.compliance_checker import mlp_compliance
 from mlperf_logging.package_checker import package_checker
 from mlperf_logging.system_desc_checker import system_desc_checker
 
-from conftest import TEST_RULES
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.mlperf import known_rulesets
+from trainmark.checker.mlperf import compliance_rules as compliance
+from trainmark.checker.mlperf.results import known_rulesets
 from trainmark.cli import main
-from trainmark.harness import system
+from trainmark.harness.measure import system
 from trainmark.harness.run import RunOptions, run_benchmark
-from trainmark.rules import compliance, get_rules
+from trainmark.rules import get_rules
 
 NEWEST = known_rulesets()[-1]
 

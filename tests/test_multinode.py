@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 from conftest import TEST_RULES
-from trainmark.checker.findings import Findings
-from trainmark.checker.mllog_read import read_events
-from trainmark.checker.rank_check import check_ranks
+
+from trainmark.checker.checks.ranks import check_ranks
+from trainmark.checker.read.mllog_read import read_events
+from trainmark.checker.verdict.findings import Findings
 
 HERE = Path(__file__).parent
 

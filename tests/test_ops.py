@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from trainmark.cli import main
-from trainmark.harness import ops
-from trainmark.harness.peaks import DevicePeak
+from trainmark.harness.measure.peaks import DevicePeak
+from trainmark.harness.throughput import ops
 
 
 def test_default_shapes_are_named_sourced_and_unique():

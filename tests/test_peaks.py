@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from trainmark.harness import peaks
+from trainmark.harness.measure import peaks
 
 
 def _cpuinfo(tmp_path, flags, mhz="3000.000", layout=((0, 0), (0, 1)), threads_per_core=1):

@@ -1,9 +1,9 @@
-"""Multi-rank checks (checker/rank_check.py, RANK-*) on hand-made MLLOG events."""
+"""Multi-rank checks (checker/checks/ranks.py, RANK-*) on hand-made MLLOG events."""
 import json
 
-from trainmark.checker.findings import Findings
-from trainmark.checker.mllog_read import read_events
-from trainmark.checker.rank_check import check_ranks
+from trainmark.checker.checks.ranks import check_ranks
+from trainmark.checker.read.mllog_read import read_events
+from trainmark.checker.verdict.findings import Findings
 
 
 def mllog(world=2, local=16, glob=32, nodes=1, node_energy=None, total=None, extra=()):

@@ -25,7 +25,7 @@ def test_checker_uses_the_shipped_structure_and_imports_no_torch():
 
 def test_a_benchmark_missing_from_the_file_is_built_as_before(tmp_path):
     """Rules without a structure file (a --rules-dir of one's own) fall back to building the model."""
-    from trainmark.checker.conformity import ReferenceStructures
+    from trainmark.checker.checks.conformity import ReferenceStructures
 
     rules = get_rules("tiny-test", rules_root=ROOT / "tests" / "rules")
     assert reference_structures.shipped(rules) is None

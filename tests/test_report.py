@@ -5,11 +5,11 @@ import json
 from pathlib import Path
 
 import pytest
-
 import synthetic
+
 from trainmark.checker.check import CheckOptions
-from trainmark.checker.mllog_read import read_events
-from trainmark.checker.findings import Findings
+from trainmark.checker.read.mllog_read import read_events
+from trainmark.checker.verdict.findings import Findings
 from trainmark.cli import main
 from trainmark.reference import registry
 from trainmark.report.collect import collect, trial_curve
@@ -125,7 +125,7 @@ def test_cli_unreadable_input_exits_2(tmp_path, capsys):
 
 
 def test_an_archive_is_reported_like_its_folder(clean_submission, tmp_path):
-    from trainmark.checker.archive import write_archive
+    from trainmark.checker.read.archive import write_archive
 
     tgz, _, _ = write_archive(clean_submission, tmp_path / "sub.tar.gz")
     data = collect(tgz, TINY)

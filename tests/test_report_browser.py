@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 import synthetic
+
 from trainmark.checker.check import CheckOptions
 from trainmark.report.collect import collect
 from trainmark.report.page import render_html

@@ -2,15 +2,13 @@
 import json
 
 import pytest
-
-from conftest import TinyTest
+from conftest import TEST_RULES, TinyTest
 from test_trial_loop import bench_dir, run_tiny
+
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.format import epochlog
-
-from conftest import TEST_RULES
 
 
 def interrupted_run(tmp_path):

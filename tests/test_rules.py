@@ -3,12 +3,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import SHIPPED_RULES
+
 from trainmark.rules import RulesError, get_rules, known_versions, load_ruleset
 from trainmark.rules import ruleset as ruleset_module
-from trainmark.rules.ruleset import validate
 from trainmark.rules.docs import render_markdown
+from trainmark.rules.ruleset import validate
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 

@@ -5,10 +5,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import TEST_RULES
+
+from trainmark.cli import scale as scale_cli
 from trainmark.errors import UserError
-from trainmark.harness import scale, scale_cli, scale_model
+from trainmark.harness.scale import projection as scale_model
+from trainmark.harness.scale import saturation as scale
 
 HERE = Path(__file__).parent
 ENTRY = [str(HERE / "scale_launch.py")]
@@ -89,7 +91,7 @@ def test_a_rank_that_dies_is_named(tests_on_path, monkeypatch):
 
 def test_ops_allreduce_measures_the_link_the_projection_reads(tmp_path, tests_on_path):
     parser = argparse.ArgumentParser()
-    from trainmark.harness import ops_cli
+    from trainmark.cli import ops as ops_cli
     ops_cli.register(parser.add_subparsers())
     report_path = tmp_path / "allreduce.json"
     args = parser.parse_args(["ops", "--op", "allreduce", "--nproc", "2", "--quick", "--json", str(report_path)])
@@ -121,8 +123,8 @@ def test_the_trainmark_command_refuses_before_launch(capsys):
 def test_real_data_gives_each_rank_its_own_share(tmp_path):
     import torch
 
-    from trainmark.harness import scale_worker
-    from trainmark.harness.distributed import Dist
+    from trainmark.harness.frameworks.distributed import Dist
+    from trainmark.harness.scale import worker as scale_worker
     from trainmark.reference import registry
     from trainmark.rules import get_rules
 

@@ -1,10 +1,10 @@
-"""MLPerf throughput for validating the projection (harness/scale_mlperf.py), on the shared v4.0 fixture."""
+"""MLPerf throughput for validating the projection (harness/scale/mlperf_throughput.py), on the shared v4.0 fixture."""
 from pathlib import Path
 
 import pytest
 
-from trainmark.harness import scale_mlperf as sm
-from trainmark.harness import scale_model
+from trainmark.harness.scale import mlperf_throughput as sm
+from trainmark.harness.scale import projection as scale_model
 
 FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"
 

@@ -1,9 +1,9 @@
-"""The projection model (harness/scale_model.py): ring all-reduce, step time, saturation, link fit."""
+"""The projection model (harness/scale/projection.py): ring all-reduce, step time, saturation, link fit."""
 import math
 
 import pytest
 
-from trainmark.harness import scale_model as sm
+from trainmark.harness.scale import projection as sm
 
 
 def test_ring_allreduce_follows_the_equation():

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from trainmark.checker import compliance_configs
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.compliance_configs import MLPERF_CONFIG_DIR, ConfigAllowlist, guarded
-from trainmark.checker.engine import run_engine
-from trainmark.checker.findings import Findings
-from trainmark.checker.mllog_read import read_events
+from trainmark.checker.mlperf import compliance_configs
+from trainmark.checker.mlperf.compliance_configs import MLPERF_CONFIG_DIR, ConfigAllowlist, guarded
+from trainmark.checker.mlperf.engine import run_engine
+from trainmark.checker.read.mllog_read import read_events
+from trainmark.checker.verdict.findings import Findings
 from trainmark.errors import UserError
 
 FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"
@@ -149,7 +149,7 @@ def test_guard_refuses_files_outside_the_allowlist(tmp_path):
     old = compliance_configs.ALLOWLIST
     compliance_configs.ALLOWLIST = allow
     try:
-        import trainmark.checker.engine as engine
+        import trainmark.checker.mlperf.engine as engine
         engine.ALLOWLIST, saved = allow, engine.ALLOWLIST
         try:
             result = run_engine(events, str(ours))

@@ -16,13 +16,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import synthetic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trainmark
-import synthetic
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.compliance_configs import MLPERF_CONFIG_DIR
+from trainmark.checker.mlperf.compliance_configs import MLPERF_CONFIG_DIR
 from trainmark.rules import get_rules
 
 FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
-
 from conftest import TEST_RULES
+
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.reference import ctc, fsdd, librispeech, registry

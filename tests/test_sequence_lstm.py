@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 import torch
-
 from conftest import TEST_RULES
+
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.reference import kjv, registry, text_corpus

@@ -11,8 +11,8 @@ import shutil
 import pytest
 import sacrebleu
 import torch
-
 from conftest import TEST_RULES
+
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.reference import bible_parallel, parallel_text, registry

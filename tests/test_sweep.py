@@ -8,9 +8,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainmark.cli import main
-from trainmark.harness import oom, sweep, sweep_report
-from trainmark.harness.energy import NullMeter
-from trainmark.harness.peaks import DevicePeak
+from trainmark.harness.measure.energy import NullMeter
+from trainmark.harness.measure.peaks import DevicePeak
+from trainmark.harness.throughput import oom, sweep
+from trainmark.harness.throughput import sweep_output as sweep_report
 
 
 class TinyRef:

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from trainmark.errors import UserError
-from trainmark.harness import system
+from trainmark.harness.measure import system
 
 
 def test_detected_description_validates_and_user_file_wins(tmp_path):

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 import synthetic
+
 from trainmark.checker.check import CheckOptions
 from trainmark.cli import main
 from trainmark.reference import registry

@@ -2,9 +2,9 @@
 import csv
 
 import pytest
-
 from energy_fakes import FakeNVML, add_uj, make_powercap
-from trainmark.harness import energy, telemetry
+
+from trainmark.harness.measure import energy, telemetry
 
 
 class Clock:

@@ -54,7 +54,7 @@ def test_a_benchmark_without_a_twin_is_refused_before_its_data_is_checked(tmp_pa
 
 def _pair(name):
     """(Keras twin, PyTorch reference) of a benchmark, each freshly initialised."""
-    from trainmark.harness.tensorflow_backend import keras_model
+    from trainmark.harness.frameworks.tensorflow_backend import keras_model
     from trainmark.reference import registry
     from trainmark.rules import get_rules
 
@@ -67,7 +67,7 @@ def _pair(name):
 def test_every_trial_of_a_twin_has_the_same_description():
     """Keras names unnamed layers by a process-wide count (``re_lu_17``): a second model of the same twin
     in one process must still describe itself, and fingerprint, as the first (CONFORM-007 compares trials)."""
-    from trainmark.harness import keras_weights
+    from trainmark.reference.keras_twins import weights as keras_weights
 
     first, second = (keras_weights.describe(_pair("resnet-mini")[0]) for _ in range(2))
     assert first["fingerprint"] == second["fingerprint"] and first["modules"] == second["modules"]
@@ -77,7 +77,7 @@ def test_every_trial_of_a_twin_has_the_same_description():
 @needs_tf
 @pytest.mark.parametrize("name", TWINS + FULL_SIZE)
 def test_keras_twin_has_the_reference_tensors(name):
-    from trainmark.harness import keras_weights
+    from trainmark.reference.keras_twins import weights as keras_weights
 
     keras_model, torch_model = _pair(name)
     ours, ref = keras_weights.describe(keras_model), structure.describe(torch_model)
@@ -90,7 +90,7 @@ def test_keras_twin_has_the_reference_tensors(name):
 @pytest.mark.parametrize("name", MINIS)
 def test_weights_carried_either_way_give_the_same_logits(name):
     """Keras weights into the PyTorch model, and PyTorch weights into the Keras model: same outputs."""
-    from trainmark.harness import keras_weights
+    from trainmark.reference.keras_twins import weights as keras_weights
 
     keras_model, torch_model = _pair(name)
     x = np.random.default_rng(1).standard_normal((8, 1, 28, 28)).astype(np.float32)
@@ -134,7 +134,7 @@ def test_full_size_weights_carried_either_way_give_the_same_logits(name):
 def _carried_either_way(name):
     """(direction, Keras model, PyTorch model) twice: the Keras weights in the PyTorch model, then the
     PyTorch weights in the Keras model."""
-    from trainmark.harness import keras_weights
+    from trainmark.reference.keras_twins import weights as keras_weights
 
     keras_model, torch_model = _pair(name)
     arrays, _ = keras_weights.tensors(keras_model)
@@ -149,8 +149,8 @@ def _carried_either_way(name):
 @pytest.mark.parametrize("name", ["transformer-mini", "transformer"])  # pre-norm, and the full size's post-norm
 def test_transformer_weights_carried_either_way_give_the_same_logits(name):
     """Padded sources and targets (every mask in use): the same logits at every real target position."""
-    from trainmark.harness.tf_import import tf
     from trainmark.reference import registry
+    from trainmark.reference.tf_import import tf
     from trainmark.rules import get_rules
 
     vocab = registry.for_rules(get_rules(name)).vocab_size
@@ -173,8 +173,8 @@ def test_transformer_weights_carried_either_way_give_the_same_logits(name):
 def test_ds2_weights_carried_either_way_give_the_same_log_probs(name):
     """Utterances of four lengths (the masks and the backward GRUs' starts in use): the same
     log-probabilities at every valid frame, and the same frame counts."""
-    from trainmark.harness.tf_import import tf
     from trainmark.reference import registry
+    from trainmark.reference.tf_import import tf
     from trainmark.rules import get_rules
 
     ref = registry.for_rules(get_rules(name))
@@ -197,8 +197,8 @@ def test_lstm_weights_carried_either_way_give_the_same_nll_and_state(name):
     """Every word class in use (shortlist and both clusters), and a second chunk that starts from the first
     chunk's state (every layer's), as the reference's evaluation carries it: the same NLL of every token
     either way."""
-    from trainmark.harness.tf_import import tf
     from trainmark.reference import registry
+    from trainmark.reference.tf_import import tf
     from trainmark.rules import get_rules
 
     ref = registry.for_rules(get_rules(name))
@@ -224,9 +224,9 @@ def test_lstm_weights_carried_either_way_give_the_same_nll_and_state(name):
 def test_transformer_twin_starts_from_the_pytorch_trials_weights_and_decodes_as_it_does():
     """Under one seed the twin holds the PyTorch trial's initial weights, and the reference's own greedy
     decoding, run on the twin, gives the PyTorch model's output (a briefly trained model: not all EOS)."""
-    from trainmark.harness import keras_weights
-    from trainmark.harness.tensorflow_backend import TensorFlowBackend
+    from trainmark.harness.frameworks.tensorflow_backend import TensorFlowBackend
     from trainmark.reference import registry
+    from trainmark.reference.keras_twins import weights as keras_weights
     from trainmark.rules import get_rules
 
     rules = get_rules("transformer-mini")
@@ -250,10 +250,10 @@ def test_transformer_twin_starts_from_the_pytorch_trials_weights_and_decodes_as_
 
 @needs_tf
 def test_a_changed_layer_is_named_by_the_conformity_check():
-    from trainmark.checker.catalog import CONFORM_002
-    from trainmark.checker.conformity import check_reference
-    from trainmark.checker.findings import Findings
-    from trainmark.harness import keras_weights
+    from trainmark.checker.checks.conformity import check_reference
+    from trainmark.checker.verdict.codes import CONFORM_002
+    from trainmark.checker.verdict.findings import Findings
+    from trainmark.reference.keras_twins import weights as keras_weights
     from trainmark.reference.keras_twins.fashion_mnist import resnet_mini
 
     ref = structure.describe(_pair("resnet-mini")[1])
@@ -379,8 +379,8 @@ def test_resnet_mini_trains_under_tensorflow_then_passes_the_checker(tmp_path, c
 @needs_tf
 @pytest.mark.parametrize("name", TWINS + FULL_SIZE)
 def test_flops_per_step_agree_with_the_pytorch_count_within_2_percent(name):
-    from trainmark.harness.pytorch_backend import PyTorchBackend
-    from trainmark.harness.tensorflow_backend import TensorFlowBackend
+    from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend
+    from trainmark.harness.frameworks.tensorflow_backend import TensorFlowBackend
     from trainmark.reference import registry
     from trainmark.rules import get_rules
 
@@ -398,7 +398,7 @@ def test_flops_per_step_agree_with_the_pytorch_count_within_2_percent(name):
 
 @needs_tf
 def test_ops_times_tensorflow_kernels_with_the_shapes_flops():
-    from trainmark.harness import ops
+    from trainmark.harness.throughput import ops
 
     small = [ops.Shape("mm", "matmul", {"m": 64, "n": 48, "k": 32}, "test shape"),
              ops.Shape("conv", "conv2d", {"n": 2, "c": 8, "h": 9, "w": 9, "k": 4, "r": 3, "s": 3,
@@ -410,7 +410,7 @@ def test_ops_times_tensorflow_kernels_with_the_shapes_flops():
     assert all(r["backend"] == "tensorflow" and r["tflops"] > 0 for r in rows.values())
     assert rows[("mm", "fwd")]["flops"] == 2 * 64 * 48 * 32 == rows[("mm", "bwd")]["flops"] // 2
     assert report["settings"]["framework"] == "tensorflow"
-    from trainmark.harness.tf_import import tf
+    from trainmark.reference.tf_import import tf
     assert report["device"]["tensorflow"] == tf.__version__
     assert f"tensorflow {tf.__version__}" in ops.format_report(report)
     record = ops.ceilings_record(report, "ops.json", "0" * 64)  # what --ceilings puts in the system description
@@ -430,7 +430,7 @@ def test_ops_times_tensorflow_kernels_with_the_shapes_flops():
 @needs_tf
 def test_tensorflow_copy_case_really_copies():
     """DeepCopy writes a new buffer with the same values; identity would return the source's own."""
-    from trainmark.harness import ops_tensorflow
+    from trainmark.harness.throughput import ops_tensorflow
 
     copy, add, _ = ops_tensorflow.copy_and_add(1000, "cpu")
     a, b = copy().numpy(), copy().numpy()
@@ -451,7 +451,7 @@ def test_ops_framework_not_installed_is_one_line(capsys, monkeypatch):
 @needs_tf
 def test_sweep_times_the_tensorflow_step(tmp_path, capsys):
     """`trainmark sweep --framework tensorflow`: the TensorFlow trainer's step, with its own FLOP count."""
-    from trainmark.harness.tensorflow_backend import TensorFlowBackend
+    from trainmark.harness.frameworks.tensorflow_backend import TensorFlowBackend
     from trainmark.reference import registry
     from trainmark.rules import get_rules
 

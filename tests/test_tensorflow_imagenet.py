@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-
 from test_tensorflow import needs_tf
+
 from trainmark.cli import main
 from trainmark.reference import imagenet
 

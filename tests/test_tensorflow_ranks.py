@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-
 HERE = Path(__file__).parent
 needs_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
                               reason="TensorFlow not installed (pip install -e '.[tensorflow]')")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from test_tensorflow import needs_tf
+
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.reference import parallel_text

@@ -2,7 +2,7 @@
 import pytest
 
 from trainmark.format import mllog
-from trainmark.harness.monitor import Monitor
+from trainmark.harness.measure.windows import Monitor
 from trainmark.harness.timeline import Timeline
 
 

@@ -4,13 +4,13 @@ import math
 
 import pytest
 import torch
-
 from conftest import TEST_RULES, TinyTest
+
 from trainmark.errors import UserError
 from trainmark.format import epochlog
 from trainmark.format.mllog import TrialLogWriter
-from trainmark.harness.pytorch_backend import PyTorchBackend
-from trainmark.harness.monitor import Monitor
+from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend
+from trainmark.harness.measure.windows import Monitor
 from trainmark.harness.run import RunOptions, run_benchmark
 from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, run_trial
@@ -235,7 +235,7 @@ def test_non_finite_metric_is_diverged_and_never_logged(tmp_path):
 
 
 def _ops_report(path, device_type="cpu", fp32=0.5):
-    from trainmark.harness import ops
+    from trainmark.harness.throughput import ops
 
     report = {"format": ops.FORMAT, "created_utc": "2026-11-30T07:00:00Z",
               "device": {"type": device_type, "name": "test cpu", "torch": "x"}, "peak": None,
@@ -253,7 +253,7 @@ def test_measured_ceilings_go_into_the_system_description_and_utilization(tmp_pa
     assert rec["tflops"] == {"fp32": 0.5} and rec["memory_gbs"] == 40.0 and rec["report"] == "ops.json"
     assert len(rec["report_sha256"]) == 64 and rec["device_type"] == "cpu"
     assert rec["framework"] == "pytorch" and rec["tensorflow"] is None  # a report without the setting: PyTorch's
-    from trainmark.harness import ops
+    from trainmark.harness.throughput import ops
     odd = {**json.loads((tmp_path / "ops.json").read_text()), "settings": {"framework": "../../etc/passwd"}}
     assert ops.ceilings_record({**odd, "settings": {"framework": ["x"]}}, "ops.json", "0" * 64)["framework"] is None
     assert ops.ceilings_record(odd, "ops.json", "0" * 64)["framework"] is None  # only a framework we know is named

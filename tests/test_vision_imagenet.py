@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TEST_RULES
 from PIL import Image
 
-from conftest import TEST_RULES
 from trainmark.cli import main
 from trainmark.errors import UserError
 from trainmark.reference import imagenet, registry

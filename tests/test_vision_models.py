@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torchvision.models import Inception_V3_Weights, ResNet50_Weights, VGG16_Weights
 from torchvision.models.inception import InceptionOutputs
 
-from trainmark.harness import flops
 from trainmark.format.structure import describe
+from trainmark.harness.measure import flops
 from trainmark.reference import registry, sgd_recipe
 from trainmark.reference.inception_v3 import inception_loss
 from trainmark.rules import get_rules

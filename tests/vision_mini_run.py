@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import TEST_RULES
+
 from trainmark.cli import main
 from trainmark.reference import fashion_mnist
 from trainmark.rules import get_rules

@@ -6,7 +6,7 @@ The same model as ``DeepSpeech2``, from Keras layers: Conv2D + batch norm + Hard
 the backward direction starting at each utterance's own last frame (Keras' mask, as PyTorch's packed
 sequences) and the frames past the end zeroed (as ``pad_packed_sequence`` leaves them); then batch norm,
 a Linear without bias, log-softmax. Layers are named after the PyTorch modules (``conv.0.0``, ``rnns.1``),
-so harness/keras_weights.py maps the twin onto the reference's tensors.
+so reference/keras_twins/weights.py maps the twin onto the reference's tensors.
 
 The features are the reference's own: its ``to_device`` computes the log-mel spectrogram (torchaudio) of
 every batch, inside the timed step as in a PyTorch trial, and the twin trains on them, so both frameworks
@@ -15,24 +15,21 @@ the peak held, then the decay), the global gradient norm clipped, CTC averaged p
 ``F.ctc_loss(reduction="mean", zero_infinity=True)``. The initial weights are drawn by the PyTorch
 reference itself under the trial's seed; evaluation is the reference's own greedy decoding and WER.
 
-Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this module.
+Imports TensorFlow: only ``trainmark.harness.frameworks.tensorflow_backend`` imports this module.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from trainmark.reference import ctc
-
-from trainmark.harness.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
-
 import keras  # noqa: E402
+import torch
 from keras import layers  # noqa: E402
 
-from trainmark.harness import keras_weights  # noqa: E402
+from trainmark.reference import ctc
+from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
 from trainmark.reference.keras_twins.recipe import as_tf, clipped_adam, with_l2  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults (its momentum 0.1 is Keras' 0.9)
 

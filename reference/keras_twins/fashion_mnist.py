@@ -3,7 +3,7 @@
 The same layers, widths, padding, initialisation and recipe as the PyTorch references
 (reference/resnet_mini.py, vgg_mini.py, inception_mini.py, fashion_mnist_classifier.py), built
 from Keras layers. Every layer that holds weights is named after its PyTorch module path
-(``layer2.0.conv1``), so ``trainmark.harness.keras_weights`` maps a Keras model onto the PyTorch
+(``layer2.0.conv1``), so ``trainmark.reference.keras_twins.weights`` maps a Keras model onto the PyTorch
 reference's tensor names and layouts: one structure, judged by one checker, whichever framework ran.
 
 Differences that the frameworks impose, kept as small as they allow:
@@ -16,10 +16,10 @@ Differences that the frameworks impose, kept as small as they allow:
 - Weight decay is L2 on the convolution and Linear kernels only, added to the loss as
   wd/2 * sum(w^2) so that its gradient is PyTorch SGD's wd * w; biases and batch norm are not decayed.
 
-``FashionMnistTwin`` is what the TensorFlow trainer (harness/tensorflow_backend.py) steps: the model,
+``FashionMnistTwin`` is what the TensorFlow trainer (harness/frameworks/tensorflow_backend.py) steps: the model,
 the optimizer at the reference's own rates, the loss, and the reference's own evaluation.
 
-Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this module.
+Imports TensorFlow: only ``trainmark.harness.frameworks.tensorflow_backend`` imports this module.
 """
 from __future__ import annotations
 
@@ -27,18 +27,17 @@ import math
 from pathlib import Path
 from typing import Any
 
-# the PyTorch references first: torchvision must be imported before TensorFlow (harness/tf_import.py)
-from trainmark.reference import fashion_mnist
-from trainmark.reference.inception_mini import DIVISOR as INCEPTION_DIVISOR
-from trainmark.reference.resnet_mini import WIDTHS as RESNET_WIDTHS
-from trainmark.reference.vgg_mini import CONFIG as VGG_CONFIG
-
 import keras  # noqa: E402
 import torch  # noqa: E402
 from keras import layers  # noqa: E402
 
-from trainmark.harness.tf_import import tf  # noqa: E402
+# the PyTorch references first: torchvision must be imported before TensorFlow (reference/tf_import.py)
+from trainmark.reference import fashion_mnist
+from trainmark.reference.inception_mini import DIVISOR as INCEPTION_DIVISOR
 from trainmark.reference.keras_twins.recipe import TableSchedule, as_tf, rate_table, smoothed_cross_entropy, with_l2  # noqa: E402
+from trainmark.reference.resnet_mini import WIDTHS as RESNET_WIDTHS
+from trainmark.reference.tf_import import tf  # noqa: E402
+from trainmark.reference.vgg_mini import CONFIG as VGG_CONFIG
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}
 # torch.nn.init.kaiming_normal_(mode="fan_out", nonlinearity="relu"): N(0, 2 / (out x kh x kw))

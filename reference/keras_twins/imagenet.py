@@ -1,7 +1,7 @@
 """Keras twins of the full-size ImageNet references (resnet50, vgg16, inception-v3), for ``--framework tensorflow``.
 
 Each is torchvision's network, layer for layer, with its layers named after the torchvision module paths
-(``layer3.5.conv2``) so that ``trainmark.harness.keras_weights`` writes the PyTorch ``state_dict``'s
+(``layer3.5.conv2``) so that ``trainmark.reference.keras_twins.weights`` writes the PyTorch ``state_dict``'s
 tensors, and each starts from the PyTorch trial's initial weights (the reference's ``build_model`` under
 the trial's seed), so the two frameworks start from one point.
 
@@ -24,27 +24,26 @@ rate into the momentum buffer (PyTorch's applies it after), which differs only w
 The schedule is the reference's own function (``sgd_recipe.lr_factor``), called at every step: the
 step schedule of vgg16 has no end for a table to stop at.
 
-Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this module.
+Imports TensorFlow: only ``trainmark.harness.frameworks.tensorflow_backend`` imports this module.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-# the PyTorch references first: torchvision must be imported before TensorFlow (harness/tf_import.py)
+import keras  # noqa: E402
+
+# the PyTorch references first: torchvision must be imported before TensorFlow (reference/tf_import.py)
 import numpy as np
 import torch
+from keras import layers  # noqa: E402
 from torchvision.models.vgg import cfgs as VGG_CONFIGS
 
 from trainmark.reference import imagenet, sgd_recipe
-
-import keras  # noqa: E402
-from keras import layers  # noqa: E402
-
-from trainmark.harness import keras_weights  # noqa: E402
-from trainmark.harness.tf_import import tf  # noqa: E402
+from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
 from trainmark.reference.keras_twins.fashion_mnist import BN, _conv, _Inception, _torch_linear  # noqa: E402
 from trainmark.reference.keras_twins.recipe import as_tf, smoothed_cross_entropy, with_l2  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: E402
 
 RESNET50_BLOCKS = (3, 4, 6, 3)  # torchvision.models.resnet50: ResNet(Bottleneck, [3, 4, 6, 3])
 EXPANSION = 4                   # torchvision's Bottleneck.expansion

@@ -8,7 +8,7 @@ written here as PyTorch computes it: the head's log-softmax over the shortlist a
 plus, for each target in a cluster, the cluster's own log-softmax, computed for the rows whose target falls
 in that cluster only (the FLOPs of a step depend on the batch's words, as in PyTorch). Layers are named
 after the PyTorch modules (``lstm``, ``softmax.head``, ``softmax.tail.0.0``; ``lstm_l1`` is nn.LSTM's second
-layer, its ``_l1`` tensors), so harness/keras_weights.py maps the twin onto the reference's tensors.
+layer, its ``_l1`` tensors), so reference/keras_twins/weights.py maps the twin onto the reference's tensors.
 lstm-mini has one layer, the full-size lstm (WikiText-103, read through tensorflow-datasets) two.
 
 One difference in parameters, stated: Keras' LSTM has one bias per gate where ``nn.LSTM`` has two
@@ -22,25 +22,22 @@ the peak), the global gradient norm clipped, the mean NLL per target token. The 
 by the PyTorch reference itself under the trial's seed; evaluation is the reference's own (64 streams,
 the state carried from chunk to chunk), with this twin standing in for the PyTorch model.
 
-Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this module.
+Imports TensorFlow: only ``trainmark.harness.frameworks.tensorflow_backend`` imports this module.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import keras  # noqa: E402
 import numpy as np
 import torch
-
-from trainmark.reference import text_corpus
-
-from trainmark.harness.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
-
-import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
-from trainmark.harness import keras_weights  # noqa: E402
+from trainmark.reference import text_corpus
+from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
 from trainmark.reference.keras_twins.recipe import as_tf, clipped_adam, with_l2  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
 
 
 class LanguageModel(keras.Model):

@@ -5,19 +5,18 @@ The schedule is not re-implemented: ``rate_table`` steps the PyTorch reference's
 ``make_optimizer``, on a one-weight stand-in model) and records the rate of every step, so a twin trains
 with exactly the rates a PyTorch trial uses, whatever the schedule's shape.
 
-Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` and the twins import this module.
+Imports TensorFlow: only ``trainmark.harness.frameworks.tensorflow_backend`` and the twins import this module.
 """
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
+import keras  # noqa: E402
 import numpy as np
 import torch
 
-from trainmark.harness.tf_import import tf  # first: it imports TensorFlow safely beside PyTorch
-
-import keras  # noqa: E402
+from trainmark.reference.tf_import import tf  # first: it imports TensorFlow safely beside PyTorch
 
 
 def rate_table(ref, hp: dict[str, Any], steps_per_epoch: int, epochs: float) -> np.ndarray:

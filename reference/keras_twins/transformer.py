@@ -5,7 +5,7 @@ source, target and the output projection, scaled by sqrt(d_model), the reference
 positions, ``MultiHeadAttention`` with key-padding and causal masks, pre-norm (or post-norm) layers with
 ``nn.TransformerEncoderLayer``'s and ``nn.TransformerDecoderLayer``'s dropouts, and greedy decoding as
 ``Seq2SeqTransformer.greedy`` does it. Every layer that holds weights is named after its PyTorch module
-(``transformer.decoder.layers.0.multihead_attn``), so harness/keras_weights.py maps it onto the
+(``transformer.decoder.layers.0.multihead_attn``), so reference/keras_twins/weights.py maps it onto the
 reference's tensors; ``nn.MultiheadAttention``'s packed q/k/v projection is Keras' three.
 
 The recipe is the reference's (transformer.py, recipe.py): Adam at the reference's own rates, the global
@@ -14,7 +14,7 @@ drawn by the PyTorch reference itself (``build_model`` under the trial's seed, t
 initialisation, by construction, as a PyTorch trial of that seed. As in PyTorch, the embedding row of
 the padding id gets no gradient from lookups (``padding_idx``) but, tied, does from the output projection.
 
-Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this module.
+Imports TensorFlow: only ``trainmark.harness.frameworks.tensorflow_backend`` imports this module.
 """
 from __future__ import annotations
 
@@ -23,19 +23,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import keras  # noqa: E402
 import torch
+from keras import layers  # noqa: E402
 
 from trainmark.errors import UserError
 from trainmark.reference import parallel_text
-from trainmark.reference.transformer_model import BOS, EOS, PAD, Seq2SeqTransformer, sinusoids
-
-from trainmark.harness.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
-
-import keras  # noqa: E402
-from keras import layers  # noqa: E402
-
-from trainmark.harness import keras_weights  # noqa: E402
+from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
 from trainmark.reference.keras_twins.recipe import as_tf, clipped_adam, smoothed_cross_entropy, with_l2  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
+from trainmark.reference.transformer_model import BOS, EOS, PAD, Seq2SeqTransformer, sinusoids
 
 
 class Transformer(keras.Model):

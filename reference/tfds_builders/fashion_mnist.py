@@ -12,19 +12,17 @@ builds a dataset of its own and a changed file can never be read from a stale on
 files' order (``disable_shuffling``): a TensorFlow trial draws exactly the PyTorch reference's batches
 for a seed, and a test proves the arrays equal ``trainmark.reference.fashion_mnist.load``'s.
 
-Imports TensorFlow: only ``trainmark.harness.tensorflow_backend`` imports this module.
+Imports TensorFlow: only ``trainmark.harness.frameworks.tensorflow_backend`` imports this module.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import tensorflow_datasets as tfds  # noqa: E402
 import torch
 
-from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
-
-import tensorflow_datasets as tfds  # noqa: E402
-
 from trainmark.reference import fashion_mnist  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 from trainmark.reference.tfds_builders.pinned import DEFAULT_DIR, ENV_VAR, PinnedFiles, tfds_dir  # noqa: E402,F401
 

@@ -23,14 +23,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch  # noqa: F401  (before TensorFlow: see trainmark.harness.tf_import)
-
-from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
-
 import tensorflow_datasets as tfds  # noqa: E402
+import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import fsdd  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 
 SPLIT = "recordings"

@@ -24,16 +24,14 @@ import os
 from pathlib import Path
 
 import numpy as np
-import torch  # noqa: F401  (before TensorFlow: see trainmark.harness.tf_import)
-from PIL import Image
-
-from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
-
 import tensorflow_datasets as tfds  # noqa: E402
+import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+from PIL import Image
 from torch.utils.data import Dataset  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import imagenet  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 
 ARCHIVES = {"train": "ILSVRC2012_img_train.tar", "validation": "ILSVRC2012_img_val.tar"}

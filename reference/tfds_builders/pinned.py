@@ -7,7 +7,7 @@ builder config is named after the pinned checksums (``files-<16 hex>``), so anot
 (a test's fixture, the test rules' cuts) builds a dataset of its own and a changed file is never
 read from a stale build. Built datasets are kept in ``data/tfds`` (or ``$TRAINMARK_TFDS_DIR``).
 
-Imports TensorFlow (after torch: ``trainmark.harness.tf_import``): only the builders import this module.
+Imports TensorFlow (after torch: ``trainmark.reference.tf_import``): only the builders import this module.
 """
 from __future__ import annotations
 
@@ -20,15 +20,13 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-import torch  # noqa: F401  (before TensorFlow: see trainmark.harness.tf_import)
-
-from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
-
 import tensorflow_datasets as tfds  # noqa: E402
+import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
 from absl import logging as absl_logging  # noqa: E402
 
 from trainmark.digest import sha256_file  # noqa: E402
 from trainmark.errors import UserError  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 
 DEFAULT_DIR = Path("data/tfds")  # where built datasets are kept, relative to the working folder
 ENV_VAR = "TRAINMARK_TFDS_DIR"

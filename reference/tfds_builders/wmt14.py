@@ -24,17 +24,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch  # noqa: F401  (before TensorFlow: see trainmark.harness.tf_import)
-
-from trainmark.harness.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
-
 import tensorflow_datasets as tfds  # noqa: E402
+import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
 from tensorflow_datasets.core.download import checksums as tfds_checksums  # noqa: E402
 from tensorflow_datasets.translate import wmt14 as tfds_wmt14  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import parallel_text  # noqa: E402
-from trainmark.reference.tfds_builders import archives as tfds_archives, pinned  # noqa: E402
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+from trainmark.reference.tfds_builders import archives as tfds_archives  # noqa: E402
+from trainmark.reference.tfds_builders import pinned
 from trainmark.reference.tfds_builders.translation import encoded_corpus  # noqa: E402
 
 CONFIG = "de-en"                 # tfds's one German-English config: the Translation feature holds both sides

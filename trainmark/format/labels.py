@@ -2,7 +2,7 @@
 
 Enums so that a typo is an AttributeError, not a result the checker rejects; each value is the
 exact string written to ``trial.json`` and the MLLOG. The MLPerf compliance config
-(trainmark.rules.compliance) takes its allowed lists from here.
+(trainmark.checker.mlperf.compliance_rules) takes its allowed lists from here.
 """
 from __future__ import annotations
 

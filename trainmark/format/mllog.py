@@ -6,8 +6,8 @@ evaluates, ``eval_start``, ``eval_accuracy``, ``eval_stop``; finally ``trainmark
 ``run_stop``. Every boundary after ``init`` carries the meter's cumulative joules
 (``trainmark_energy_j``, ``None`` when unmeasured), so the checker recomputes energy exactly as it
 recomputes time. The writer is the only code that spells these events for the harness and the
-tests' fixture builder; the MLPerf compliance config (trainmark.rules.compliance) checks the same
-keys. The checker's hardened reader of hostile files is trainmark.checker.mllog_read; ``read``
+tests' fixture builder; the MLPerf compliance config (trainmark.checker.mlperf.compliance_rules) checks the same
+keys. The checker's hardened reader of hostile files is trainmark.checker.read.mllog_read; ``read``
 here is for trusted files (tests, tools).
 
 Written with ``mlperf_logging.mllog``: its module-level logger is a shared singleton whose

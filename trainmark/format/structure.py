@@ -56,7 +56,7 @@ ALL_KINDS = (("module", "modules"), *TENSOR_KINDS)
 def same_tensors(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two descriptions hold the same parameters and buffers by name (shape, dtype), whatever
     their modules: how a model of another framework, mapped onto PyTorch's tensor names and layouts
-    (harness/keras_weights.py), is compared with the reference."""
+    (reference/keras_twins/weights.py), is compared with the reference."""
     return all({e["name"]: e for e in a[key]} == {e["name"]: e for e in b[key]} for _, key in TENSOR_KINDS)
 
 

@@ -1,6 +1,6 @@
 """Names the telemetry file ``trial_<k>/telemetry.csv`` shares between its writer and its checks.
 
-Written by trainmark.harness.telemetry, checked by trainmark.checker.telemetry_check (format and
+Written by trainmark.harness.measure.telemetry, checked by trainmark.checker.checks.telemetry (format and
 why: docs/energy.md): a header ``time_ms,<device>.<metric>,...`` then one row per sample.
 """
 from __future__ import annotations

@@ -1,0 +1,275 @@
+"""Check one trainmark benchmark folder and recompute its scores.
+
+The order: list the folder, read every result file (the rules version and division
+come from the logs when the path does not give them), run each through the compliance
+engine and the own checks, then the text log, the agreement of both logs, the
+cross-trial rules, model conformity, and finally the scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainmark.checker.checks import conformity
+from trainmark.checker.checks import curve as curve_check
+from trainmark.checker.checks import energy as energy_check
+from trainmark.checker.checks import mllog as mllog_check
+from trainmark.checker.checks import ranks as rank_check
+from trainmark.checker.checks import trials as trials_check
+from trainmark.checker.checks.agreement import check_agreement
+from trainmark.checker.checks.epochs import check_epochs_log
+from trainmark.checker.checks.spread import check_spread
+from trainmark.checker.checks.trial_json import check_trial_json
+from trainmark.checker.mlperf import compliance_rules as compliance
+from trainmark.checker.mlperf.compliance_configs import ALLOWLIST
+from trainmark.checker.mlperf.engine import run_engine
+from trainmark.checker.read.levels import DIVISIONS, BenchmarkFolder, safe_entries
+from trainmark.checker.read.mllog_read import Event, read_events
+from trainmark.checker.read.safefs import LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.trial_record import TrialRecord, extract_trial
+from trainmark.checker.verdict.codes import (
+    CONFORM_007,
+    HOSTILE_005,
+    HOSTILE_007,
+    LAYOUT_003,
+    LAYOUT_004,
+    LAYOUT_006,
+    RULES_001,
+    TRIAL_001,
+)
+from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.scoring import score_benchmark
+from trainmark.format import mllog
+from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
+from trainmark.rules.ruleset import BenchmarkRules
+
+CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy", ".npz", ".h5",
+                 ".py", ".pyc", ".sh", ".so", ".exe", ".dll", ".onnx")
+
+
+@dataclass
+class TrainmarkContext:
+    """What every benchmark check shares: rules, the reference models, generated rule files."""
+    rules_for: Any                                  # (benchmark, version | None) -> BenchmarkRules | None
+    references: conformity.ReferenceStructures
+    compliance_dir: Path
+    notes: list[str] = field(default_factory=list)
+    _configs: dict = field(default_factory=dict)
+
+    def compliance_file(self, rules: BenchmarkRules, division: str) -> str:
+        key = (rules.name, rules.version, division, str(rules.path))
+        if key not in self._configs:
+            path = compliance.write_compliance_file(rules, division, self.compliance_dir)
+            ALLOWLIST.add_generated(path, compliance.compliance_yaml(rules, division))
+            self._configs[key] = str(path)
+        return self._configs[key]
+
+
+@dataclass
+class BenchmarkResult:
+    format: str
+    path: str
+    benchmark: str
+    division: str | None
+    submitter: str | None
+    system: str | None
+    rules_version: str | None = None
+    trials: list[dict] = field(default_factory=list)
+    score: dict = field(default_factory=dict)
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, str], dict[int, str], bool]:
+    results: dict[int, str] = {}
+    trial_dirs: dict[int, str] = {}
+    has_epochs_log = False
+    for e in folder.entries:
+        rel = _join(folder.rel, e.name)
+        if e.kind == "file" and e.name == "epochs.log":
+            has_epochs_log = True
+        elif e.kind == "file" and (m := RESULT_FILE.fullmatch(e.name)):
+            if m[1] == "0":
+                findings.add(TRIAL_001, rel, "result_0.txt: trials count from 1", expected="result_1.txt ...",
+                             seen=e.name)
+            else:
+                results[int(m[1])] = e.name
+        elif e.kind == "dir" and (m := TRIAL_DIR.fullmatch(e.name)) and m[1] != "0":
+            trial_dirs[int(m[1])] = e.name
+        else:
+            _unexpected(rel, e, findings)
+    return results, trial_dirs, has_epochs_log
+
+
+def _unexpected(rel: str, e: Entry, findings: Findings) -> None:
+    if e.kind == "file" and e.name.lower().endswith(CODE_SUFFIXES):
+        findings.add(HOSTILE_005, rel, f"{rel} may carry code; it is never loaded", seen=e.name)
+    else:
+        findings.add(LAYOUT_004, rel, f"{rel} is not part of the format; ignored",
+                     expected="epochs.log, result_<k>.txt, trial_<k>/", seen=e.name)
+
+
+def _read(tree: SafeTree, rel: str, findings: Findings, missing_rule: str = LAYOUT_003) -> bytes | None:
+    try:
+        return tree.read_bytes(rel, LOG_CAP)
+    except Missing:
+        findings.add(missing_rule, rel, f"{rel} is missing", seen="missing")
+    except UnsafeEntry as exc:
+        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+    return None
+
+
+def _first_value(events_by_trial: dict[int, list[Event]], key: str) -> Any:
+    for k in sorted(events_by_trial):
+        for e in events_by_trial[k]:
+            if e.key == key:
+                return e.value
+    return None
+
+
+def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: TrainmarkContext,
+                              findings: Findings) -> BenchmarkResult:
+    result = BenchmarkResult("trainmark", folder.rel, folder.benchmark, folder.division, folder.submitter,
+                             folder.system)
+    results, trial_dirs, has_epochs_log = _classify(folder, findings)
+    events_by_trial: dict[int, list[Event]] = {}
+    for k, name in sorted(results.items()):
+        rel = _join(folder.rel, name)
+        data = _read(tree, rel, findings)
+        if data is not None:
+            events_by_trial[k] = read_events(data, rel, findings, strict=True)
+    logged_version = _first_value(events_by_trial, mllog.RULES_VERSION)
+    known = getattr(ctx.rules_for, "versions", None)
+    if isinstance(logged_version, str) and known is not None and logged_version not in known:
+        findings.add(RULES_001, folder.rel, f"the logs declare rules version {logged_version!r}, which this "
+                     f"checker does not know", expected=f"one of {', '.join(known)}", seen=logged_version)
+        return result
+    rules = ctx.rules_for(folder.benchmark, logged_version if isinstance(logged_version, str) else None)
+    if rules is None:
+        findings.add(LAYOUT_006, folder.rel, f"no rules for benchmark {folder.benchmark!r}",
+                     expected="a benchmark of `trainmark rules list`", seen=folder.benchmark)
+        return result
+    result.rules_version = rules.version
+    division = folder.division
+    if division is None:
+        logged = _first_value(events_by_trial, mllog.SUBMISSION_DIVISION)
+        division = logged if logged in DIVISIONS else "closed"
+        ctx.notes.append(f"{folder.rel or '.'}: division taken from the logs: {division}")
+        result.division = division
+
+    records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
+    rank_check.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
+    if has_epochs_log:
+        rel = _join(folder.rel, "epochs.log")
+        data = _read(tree, rel, findings)
+        if data is not None:
+            text_lines = check_epochs_log(data, rel, rules, findings)
+            check_agreement(text_lines, rel, records, findings)
+    else:
+        findings.add(LAYOUT_003, _join(folder.rel, "epochs.log"), "epochs.log is missing",
+                     expected="epochs.log", seen="missing")
+    ordered = [records[k] for k in sorted(records)]
+    trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
+    for k in sorted(trial_dirs.keys() - results.keys()):
+        if k > max(max(results, default=0), int(rules.trials)):  # inside that range TRIAL-001 says it
+            findings.add(LAYOUT_003, _join(folder.rel, f"result_{k}.txt"), f"trial_{k}/ has no result_{k}.txt",
+                         expected=f"result_{k}.txt", seen="missing")
+    trials_check.check_seeds(ordered, findings)
+    trials_check.check_targets(ordered, folder.rel, rules, findings)
+    trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
+    energy_check.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings)  # ENERGY-, TELEMETRY-
+    trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
+    trials_check.check_trial_outcomes(ordered, findings)
+    curve_check.check_curves(ordered, rules, division, findings)
+    other_load = _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
+    scoring = rules.scoring
+    result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
+                                   int(scoring["max_not_converged"])).to_dict()
+    check_spread(ordered, result.score.get("cv_train_time"), other_load, folder.rel, rules, findings)
+    result.trials = [trial_summary(r) for r in ordered]
+    return result
+
+
+def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list[Event]], rules: BenchmarkRules,
+                        division: str, ctx: TrainmarkContext, findings: Findings) -> dict[int, TrialRecord]:
+    config = ctx.compliance_file(rules, division)
+    key_rules = compliance.key_rules(rules, division)
+    names = {mllog.SUBMISSION_BENCHMARK: folder.benchmark, mllog.SUBMISSION_DIVISION: folder.division,
+             mllog.SUBMISSION_ORG: folder.submitter, mllog.SUBMISSION_PLATFORM: folder.system}
+    records = {}
+    for k, events in sorted(events_by_trial.items()):
+        rel = _join(folder.rel, f"result_{k}.txt")
+        mllog_check.engine_findings(run_engine(events, config), events, rel, key_rules, findings)
+        mllog_check.check_time_order(events, rel, findings)
+        record = extract_trial(events, k, rel, rules)
+        mllog_check.check_trial_number(record, findings)
+        mllog_check.check_folder_names(record, names, findings)
+        mllog_check.check_summary(record, findings)
+        trials_check.check_hyperparameters(record, rules, division, findings)
+        records[k] = record
+    return records
+
+
+def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str], trial_dirs: dict[int, str],
+                  records: dict[int, TrialRecord], rules: BenchmarkRules, division: str, ctx: TrainmarkContext,
+                  findings: Findings) -> dict[int, float | None]:
+    """Conformity of every trial's model and trial.json; returns each trial's recorded other CPU load."""
+    reference, why = ctx.references.describe(rules)
+    if reference is None and why not in ctx.notes:
+        ctx.notes.append(why)
+    other_load: dict[int, float | None] = {}
+    baseline: tuple[int, str] | None = None  # the first trial's model
+    for k in sorted(results):
+        trial_rel = _join(folder.rel, f"trial_{k}")
+        if k not in trial_dirs:
+            findings.add(LAYOUT_003, trial_rel, f"trial {k} has result_{k}.txt but no trial_{k}/ folder",
+                         expected=f"trial_{k}/model.safetensors, trial_{k}/structure.json", seen="missing")
+            continue
+        _check_trial_entries(tree, trial_rel, findings)
+        names = {"benchmark": folder.benchmark, "division": division, "submitter": folder.submitter,
+                 "system_name": folder.system}
+        summary = check_trial_json(tree, _join(trial_rel, "trial.json"), records.get(k), names, rules, findings)
+        other_load[k] = summary.get("other_cpu_load_pct") if summary else None
+        structure_rel = _join(trial_rel, "structure.json")
+        desc, text = conformity.read_structure(tree, structure_rel, findings)
+        conformity.check_weights(tree, _join(trial_rel, "model.safetensors"), desc, findings)
+        if desc is None:
+            continue
+        record = records.get(k)
+        if record is not None:
+            conformity.check_logged_model(record, desc, structure_rel, findings)
+        if reference is not None:
+            conformity.check_reference(desc, text, reference, division, structure_rel, record, findings)
+        baseline = baseline or (k, desc["fingerprint"])
+        if baseline[1] != desc["fingerprint"]:
+            findings.add(CONFORM_007, structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
+                         expected=baseline[1], seen=desc["fingerprint"])
+    return other_load
+
+
+def _check_trial_entries(tree: SafeTree, trial_rel: str, findings: Findings) -> None:
+    try:
+        entries = tree.list_dir(trial_rel)
+    except (UnsafeEntry, Missing) as exc:
+        findings.add(getattr(exc, "rule", HOSTILE_007), trial_rel, getattr(exc, "message", str(exc)))
+        return
+    for e in safe_entries(trial_rel, entries, findings):
+        if e.name not in TRIAL_FILES or e.kind != "file":
+            _unexpected(_join(trial_rel, e.name), e, findings)
+
+
+def trial_summary(r: TrialRecord) -> dict[str, Any]:
+    """The recomputed figures of one trial, as the report shows them."""
+    return {
+        "trial": r.trial, "file": r.rel, "status": r.status, "converged": r.converged,
+        "seed": r.value(mllog.SEED) if type(r.value(mllog.SEED)) is int else None, "epochs": r.epochs_trained,
+        "evaluations": r.evaluations,
+        "final_metric": r.final_metric, "train_time_s": r.train_time_s, "total_time_s": r.total_time_s,
+        "eval_time_s": r.eval_time_s, "init_time_s": r.init_time_s, "time_reason": r.time_reason,
+        "train_energy_j": r.train_energy_j, "total_energy_j": r.total_energy_j,
+        "energy_method": r.value(mllog.ENERGY_METHOD) if isinstance(r.value(mllog.ENERGY_METHOD), str)
+        else None, "energy_reason": r.energy_reason,
+    }

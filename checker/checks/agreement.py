@@ -1,0 +1,75 @@
+"""Do ``epochs.log`` and the MLLOG files tell the same story?
+
+Same trials, same evaluated epochs, the same metric to the 4 decimals the text log
+keeps, and each text timestamp (UTC, whole seconds, the end of the evaluation) within
+``TIME_TOLERANCE_S`` of the MLLOG ``eval_stop`` of that epoch.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from trainmark.checker.checks.epochs import LoggedEpoch
+from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.verdict.codes import AGREE_001, AGREE_002, AGREE_003, AGREE_004
+from trainmark.checker.verdict.findings import Findings
+
+TIME_TOLERANCE_S = 2.0
+
+
+def check_agreement(text_lines: list[LoggedEpoch], text_rel: str, records: dict[int, TrialRecord],
+                    findings: Findings) -> None:
+    by_trial: dict[int, list[LoggedEpoch]] = {}
+    for item in text_lines:
+        by_trial.setdefault(item.entry.trial, []).append(item)
+    for trial in sorted(by_trial.keys() - records.keys()):
+        first = by_trial[trial][0]
+        findings.add(AGREE_001, text_rel, f"line {first.line}: trial {trial} has no readable result_{trial}.txt",
+                     line=first.line, expected=f"result_{trial}.txt", seen=f"trial {trial} in epochs.log only")
+    for trial in sorted(records.keys() - by_trial.keys()):
+        rec = records[trial]
+        findings.add(AGREE_001, rec.rel, f"trial {trial} has no line in epochs.log", line=rec.first_line,
+                     expected=f"lines of trial {trial} in epochs.log", seen="none")
+    for trial in sorted(records.keys() & by_trial.keys()):
+        _compare_trial(by_trial[trial], records[trial], text_rel, findings)
+
+
+def _compare_trial(lines: list[LoggedEpoch], record: TrialRecord, text_rel: str, findings: Findings) -> None:
+    text_epochs = [item.entry.epoch for item in lines]
+    log_epochs = [ev.epoch for ev in record.evals]
+    if text_epochs != log_epochs:
+        at = next((i for i, (a, b) in enumerate(zip(text_epochs, log_epochs)) if a != b),
+                  min(len(text_epochs), len(log_epochs)))
+        line = lines[min(at, len(lines) - 1)].line
+        findings.add(AGREE_002, text_rel, f"line {line}: trial {record.trial} evaluated epochs {text_epochs} in "
+                     f"epochs.log but {log_epochs} in {record.rel}", line=line, expected=log_epochs, seen=text_epochs)
+    evals = {}
+    for ev in record.evals:
+        if type(ev.epoch) is int:
+            evals.setdefault(ev.epoch, ev)
+    for item in lines:
+        ev = evals.get(item.entry.epoch)
+        if ev is None:
+            continue
+        n = item.line
+        acc = ev.accuracy
+        if isinstance(acc, (int, float)) and not isinstance(acc, bool) and math.isfinite(acc):
+            if f"{acc:.4f}" != f"{item.entry.metric:.4f}":
+                findings.add(AGREE_003, text_rel, f"line {n}: trial {record.trial} epoch {item.entry.epoch} metric "
+                             f"{item.entry.metric:.4f}, but {record.rel} line {ev.accuracy_line} has {acc!r}",
+                             line=n, expected=f"{acc:.4f}", seen=f"{item.entry.metric:.4f}")
+        if ev.stop_ms is not None:
+            logged = math.floor(ev.stop_ms / 1000)
+            text = item.entry.time.timestamp()
+            if abs(text - logged) > TIME_TOLERANCE_S:
+                findings.add(AGREE_004, text_rel, f"line {n}: trial {record.trial} epoch {item.entry.epoch} stamped "
+                             f"{text - logged:+.0f} s from eval_stop on {record.rel} line {ev.stop_line} "
+                             f"(tolerance {TIME_TOLERANCE_S:g} s, UTC)", line=n,
+                             expected=_utc(logged), seen=f"{item.entry.time:%Y:%m:%d %H:%M:%S}")
+
+
+def _utc(seconds: float) -> str:
+    try:
+        return dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc).strftime("%Y:%m:%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return f"{seconds:.0f} s since 1970"

@@ -1,0 +1,311 @@
+"""Check the implementation record: the code that ran is present, hashed, and (closed division) the released reference.
+
+For each trainmark benchmark folder ``<submitter>/results/<system>/<benchmark>`` the record
+is ``<submitter>/benchmarks/<benchmark>/implementations/<system>/``
+(``trainmark.harness.code_record`` writes it; docs/result-format.md). What is checked:
+
+- the record exists (``CODE-001``) when the results are of result format 2 or later
+  (``format_version`` in ``trial_<k>/trial.json``); folders of format 1 were written before
+  records existed and get a note saying their code is not verified;
+- ``MANIFEST.sha256`` is well formed (``CODE-002``), every file it lists exists (``CODE-003``)
+  with that SHA-256 (``CODE-004``), and every file of the record is listed (``CODE-005``);
+- ``implementation.json``, ``environment.json`` and ``command.json`` are there and well formed
+  (``CODE-006``) and name the benchmark, system, division and rules version of the results (``CODE-010``);
+- closed division: the files under ``code/`` are exactly the released reference of the rules
+  version, byte for byte, by the hashes shipped in ``rules/<version>/reference-code.json``
+  (``CODE-007``; no hashes for that version: ``CODE-008``);
+- open division with ``--model``: the model's source is there (``CODE-009``).
+
+Files are read through ``SafeTree`` (no links followed, sizes capped) and only hashed or parsed
+as JSON: nothing in a record is imported or run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+from trainmark.checker.read.levels import safe_entries
+from trainmark.checker.read.safefs import JSON_CAP, MiB, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.verdict.codes import (
+    CHECKER_001,
+    CODE_001,
+    CODE_002,
+    CODE_003,
+    CODE_004,
+    CODE_005,
+    CODE_006,
+    CODE_007,
+    CODE_008,
+    CODE_009,
+    CODE_010,
+    HOSTILE_006,
+    HOSTILE_007,
+)
+from trainmark.checker.verdict.findings import Findings
+from trainmark.rules.reference_code import released_key
+
+IMPLEMENTATION_FORMAT = "trainmark-implementation/1"
+MANIFEST = "MANIFEST.sha256"
+FILE_CAP = 16 * MiB        # one source file or record
+TOTAL_CAP = 256 * MiB      # one implementation record
+MAX_FILES = 2000
+MAX_DEPTH = 12
+_MANIFEST_LINE = re.compile(r"([0-9a-f]{64}) [ *](.+)")
+_TRIAL_DIR = re.compile(r"trial_[1-9][0-9]{0,5}")
+
+
+def record_rel(bench_rel: str, benchmark: str, system: str | None) -> str | None:
+    """Where the record of ``.../results/<system>/<benchmark>`` lies, or None when outside the checked folder."""
+    parts = bench_rel.split("/") if bench_rel else []
+    if len(parts) < 3 or parts[-3] != "results" or system is None:
+        return None
+    return "/".join([*parts[:-3], "benchmarks", benchmark, "implementations", system])
+
+
+class _Released:
+    """The shipped reference hashes per rules version (a trusted file: ours, or the reviewer's --rules-dir)."""
+
+    def __init__(self, rules_root: Path):
+        self.root = Path(rules_root)
+        self._cache: dict[str, dict | str] = {}
+
+    def get(self, version: str) -> dict | str:
+        """The table, or a string saying why there is none."""
+        if version not in self._cache:
+            path = self.root / version / "reference-code.json"
+            try:
+                table = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(table, dict) or not isinstance(table.get("benchmarks"), dict):
+                    raise ValueError("no 'benchmarks' object")
+                self._cache[version] = table
+            except FileNotFoundError:
+                self._cache[version] = f"{path} does not exist"
+            except (OSError, ValueError) as exc:
+                self._cache[version] = f"{path} is unreadable: {exc}"
+        return self._cache[version]
+
+
+def check_code(benchmarks: list, tree: SafeTree, rules_root: Path, findings: Findings, notes: list[str]) -> None:
+    """Check the implementation record of every trainmark benchmark in ``benchmarks`` (BenchmarkResult)."""
+    released = _Released(rules_root)
+    legacy, outside = [], []
+    for result in benchmarks:
+        if result.format != "trainmark":
+            continue
+        rel = record_rel(result.path, result.benchmark, result.system)
+        if rel is None:
+            outside.append(result.path or ".")
+            continue
+        try:
+            _check_one(result, rel, tree, released, findings, legacy)
+        except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the other folders
+            findings.add(CHECKER_001, rel, f"checking the implementation record failed: {type(exc).__name__}: {exc}",
+                         expected="a complete check", seen=type(exc).__name__)
+    if legacy:
+        notes.append(f"code not verified for {len(legacy)} benchmark folder(s) of result format 1, written before "
+                     f"submissions held their code ({', '.join(legacy[:3])}{', ...' if len(legacy) > 3 else ''}); "
+                     "rerun with this trainmark to include the implementation record (docs/result-format.md)")
+    if outside:
+        notes.append("code not verified: the implementation record lies in <submitter>/benchmarks/, outside the "
+                     "checked folder; check the submitter folder (or above) to verify it")
+
+
+def _format_version(tree: SafeTree, bench_rel: str) -> int:
+    """The highest ``format_version`` the trials' ``trial.json`` claim (1 when none does)."""
+    version = 1
+    try:
+        entries = tree.list_dir(bench_rel)
+    except (Missing, UnsafeEntry):
+        return version
+    for e in entries:
+        if e.kind != "dir" or not _TRIAL_DIR.fullmatch(e.name):
+            continue
+        try:
+            data = json.loads(tree.read_bytes(posixpath.join(bench_rel, e.name, "trial.json"), JSON_CAP))
+        except (Missing, UnsafeEntry, ValueError, RecursionError):
+            continue  # the trial checks report a missing or broken trial.json
+        value = data.get("format_version") if isinstance(data, dict) else None
+        if type(value) is int and value > version:
+            version = value
+    return version
+
+
+def _walk(tree: SafeTree, rel: str, findings: Findings) -> dict[str, bytes]:
+    """Every regular file below ``rel`` (path relative to it -> content), within the caps."""
+    files: dict[str, bytes] = {}
+    total = 0
+    todo = [("", 0)]
+    while todo:
+        sub, depth = todo.pop()
+        here = posixpath.join(rel, sub) if sub else rel
+        try:
+            entries = safe_entries(here, tree.list_dir(here), findings)
+        except UnsafeEntry as exc:
+            findings.add(exc.rule, here, exc.message, seen=exc.seen)
+            continue
+        for e in entries:
+            child = posixpath.join(sub, e.name) if sub else e.name
+            if e.kind == "dir":
+                if depth + 1 > MAX_DEPTH:
+                    findings.add(HOSTILE_006, posixpath.join(rel, child), f"implementation record nested deeper "
+                                 f"than {MAX_DEPTH} folders; not read further", expected=f"at most {MAX_DEPTH}")
+                else:
+                    todo.append((child, depth + 1))
+                continue
+            if len(files) >= MAX_FILES or total + e.size > TOTAL_CAP:
+                findings.add(HOSTILE_006, rel, f"implementation record holds more than {MAX_FILES} files or "
+                             f"{TOTAL_CAP >> 20} MiB; the rest is not read",
+                             expected=f"at most {MAX_FILES} files, {TOTAL_CAP >> 20} MiB")
+                return files
+            try:
+                data = tree.read_bytes(posixpath.join(rel, child), FILE_CAP)
+            except (Missing, UnsafeEntry) as exc:
+                rule = exc.rule if isinstance(exc, UnsafeEntry) else HOSTILE_007
+                findings.add(rule, posixpath.join(rel, child), getattr(exc, "message", str(exc)),
+                             seen=getattr(exc, "seen", ""))
+                continue
+            files[child] = data
+            total += len(data)
+    return files
+
+
+def _safe_path(path: str) -> bool:
+    parts = path.split("/")
+    return (not path.startswith("/") and "\\" not in path and path.isprintable()
+            and all(p not in ("", ".", "..") for p in parts))
+
+
+def parse_manifest(text: str, rel: str, findings: Findings) -> dict[str, str]:
+    """``sha256sum`` lines -> {path: hex}; a malformed or duplicate line is CODE-002."""
+    listed: dict[str, str] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line:
+            continue
+        m = _MANIFEST_LINE.fullmatch(line)
+        if not m or not _safe_path(m[2]):
+            findings.add(CODE_002, rel, f"{rel}:{number}: not '<sha256>  <relative path>'", line=number,
+                         expected="64 lowercase hex digits, two spaces, a relative path without '..'", seen=line)
+        elif m[2] in listed:
+            findings.add(CODE_002, rel, f"{rel}:{number}: {m[2]} is listed twice", line=number,
+                         expected="each file once", seen=m[2])
+        else:
+            listed[m[2]] = m[1]
+    return listed
+
+
+def _load_json(files: dict[str, bytes], name: str, rel: str, required: dict[str, tuple], findings: Findings
+               ) -> dict[str, Any] | None:
+    where = posixpath.join(rel, name)
+    if name not in files:
+        findings.add(CODE_006, where, f"{where} is missing", expected=name, seen="missing")
+        return None
+    try:
+        data = json.loads(files[name].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        findings.add(CODE_006, where, f"{where} is not UTF-8 JSON: {exc}", expected="a JSON object")
+        return None
+    if not isinstance(data, dict):
+        findings.add(CODE_006, where, f"{where} is not a JSON object", expected="a JSON object",
+                     seen=type(data).__name__)
+        return None
+    for key, types in required.items():
+        if not isinstance(data.get(key), types) or isinstance(data.get(key), bool):
+            findings.add(CODE_006, where, f"{where}: field {key!r} is missing or of the wrong type",
+                         expected=" or ".join(t.__name__ for t in types), seen=data.get(key, "missing"))
+            return None
+    return data
+
+
+def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: Findings, legacy: list[str]) -> None:
+    try:
+        tree.list_dir(rel)
+    except Missing:
+        if _format_version(tree, result.path) >= 2:
+            findings.add(CODE_001, rel, f"{rel} is missing: the results of {result.path} come without the code "
+                         "that produced them", expected="the implementation record trainmark run writes",
+                         seen="missing")
+        else:
+            legacy.append(result.path)
+        return
+    except UnsafeEntry as exc:
+        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+        return
+    files = _walk(tree, rel, findings)
+    digests = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
+    manifest_rel = posixpath.join(rel, MANIFEST)
+    if MANIFEST not in files:
+        findings.add(CODE_002, manifest_rel, f"{manifest_rel} is missing: the record's files are not hashed",
+                     expected=MANIFEST, seen="missing")
+        listed = {}
+    else:
+        try:
+            listed = parse_manifest(files[MANIFEST].decode("utf-8"), manifest_rel, findings)
+        except UnicodeDecodeError:
+            findings.add(CODE_002, manifest_rel, f"{manifest_rel} is not UTF-8", expected="UTF-8 text")
+            listed = {}
+        for path, digest in listed.items():
+            if path not in files:
+                findings.add(CODE_003, posixpath.join(rel, path), f"{path} is listed in {MANIFEST} but missing",
+                             expected="the file", seen="missing")
+            elif digests[path] != digest:
+                findings.add(CODE_004, posixpath.join(rel, path), f"{path}: SHA-256 differs from {MANIFEST}",
+                             expected=digest, seen=digests[path])
+        for path in sorted(files):
+            if path != MANIFEST and path not in listed and MANIFEST in files:
+                findings.add(CODE_005, posixpath.join(rel, path), f"{path} is not listed in {MANIFEST}",
+                             expected=f"a line '<sha256>  {path}'", seen="not listed")
+
+    info = _load_json(files, "implementation.json", rel,
+                      {"format": (str,), "benchmark": (str,), "rules_version": (str,), "division": (str,),
+                       "system": (str,), "code_files": (list,)}, findings)
+    _load_json(files, "environment.json", rel, {"python": (str,), "distributions": (dict,)}, findings)
+    _load_json(files, "command.json", rel, {"argv": (list,)}, findings)
+    if info is None:
+        return
+    info_rel = posixpath.join(rel, "implementation.json")
+    if info["format"] != IMPLEMENTATION_FORMAT:
+        findings.add(CODE_006, info_rel, f"{info_rel}: format {info['format']!r} is not known",
+                     expected=IMPLEMENTATION_FORMAT, seen=info["format"])
+    for key, want in (("benchmark", result.benchmark), ("system", result.system), ("division", result.division),
+                      ("rules_version", result.rules_version)):
+        if want is not None and info[key] != want:
+            findings.add(CODE_010, info_rel, f"{info_rel} names {key} {info[key]!r}, the results {want!r}",
+                         expected=want, seen=info[key])
+    division = result.division or info["division"]
+    if division == "closed":
+        _check_released(result, rel, digests, released, findings, info.get("framework", "pytorch"))
+    model = info.get("model")
+    if division == "open" and isinstance(model, str) and model:
+        if not any(path.startswith("model/") and path.endswith(".py") for path in files):
+            findings.add(CODE_009, posixpath.join(rel, "model"), f"open division with --model {model}: "
+                         f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
+
+
+def _check_released(result, rel: str, digests: dict[str, str], released: _Released, findings: Findings,
+                    framework: object) -> None:
+    version = result.rules_version
+    table = released.get(version) if version else "the results name no rules version"
+    key = released_key(result.benchmark, framework) if isinstance(framework, str) else None
+    expected = table.get("benchmarks", {}).get(key) if isinstance(table, dict) and key else None
+    if not isinstance(expected, dict):
+        why = table if isinstance(table, str) else f"it lists no benchmark {key or result.benchmark!r}"
+        findings.add(CODE_008, posixpath.join(rel, "code"), f"closed-division code not compared with the "
+                     f"released reference of rules {version}: {why}", expected="reference-code.json with the "
+                     "benchmark", seen=why)
+        return
+    code = {p: d for p, d in digests.items() if p.startswith("code/")}
+    for path, digest in sorted(expected.items()):
+        where = posixpath.join(rel, path)
+        if path not in code:
+            findings.add(CODE_007, where, f"{path} of the released reference (rules {version}) is missing",
+                         expected=digest, seen="missing")
+        elif code[path] != digest:
+            findings.add(CODE_007, where, f"{path} differs from the released reference of rules {version}",
+                         expected=digest, seen=code[path])
+    for path in sorted(set(code) - set(expected)):
+        findings.add(CODE_007, posixpath.join(rel, path), f"{path} is not part of the released reference of "
+                     f"rules {version}", expected="only the released reference's files under code/", seen=path)

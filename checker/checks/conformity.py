@@ -1,0 +1,227 @@
+"""Is the submitted model the reference model? (closed: must be; open: report how not)
+
+The reference is rebuilt on the ``meta`` device (no memory, no data, nothing from the
+submission) and described with ``trainmark.format.structure``; the trial's
+``structure.json`` must match it, describe itself truthfully (its fingerprint is
+recomputed), and agree with the weights' safetensors header and the MLLOG.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from typing import Any, Callable
+
+from trainmark.checker.read.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.safetensors_header import HeaderError, read_tensor_table
+from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.verdict.codes import CONFORM_001, CONFORM_002, CONFORM_003, CONFORM_005, CONFORM_006, LAYOUT_003
+from trainmark.checker.verdict.findings import Findings
+from trainmark.format import mllog
+from trainmark.rules.ruleset import BenchmarkRules
+
+ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
+
+
+def registry_builder(rules: BenchmarkRules):
+    """The reference model from ``trainmark.reference.registry`` (imported only when needed)."""
+    registry = importlib.import_module("trainmark.reference.registry")
+    return registry.for_rules(rules).build_model()  # as the harness does
+
+
+class ReferenceStructures:
+    """Reference structure descriptions by benchmark: the released ones shipped beside the rule
+    files (``rules/<version>/reference-structures.json``: no torch import), else built once on
+    the meta device. A custom ``builder`` (tests) is always used."""
+
+    def __init__(self, builder: ReferenceBuilder | None = None):
+        self.builder = builder or registry_builder
+        self.use_shipped = builder is None
+        self._cache: dict[tuple[str, str], tuple[dict | None, str]] = {}
+
+    def describe(self, rules: BenchmarkRules) -> tuple[dict | None, str]:
+        """The description, or ``None`` and why there is none."""
+        key = (rules.name, rules.version)
+        if key not in self._cache:
+            from trainmark.rules.reference_structures import shipped
+
+            released = shipped(rules) if self.use_shipped else None
+            self._cache[key] = (released, "") if released is not None else self._build(rules)
+        return self._cache[key]
+
+    def _build(self, rules: BenchmarkRules) -> tuple[dict | None, str]:
+        import torch
+
+        from trainmark.format import structure
+        try:
+            with torch.device("meta"):
+                model = self.builder(rules)
+        except ModuleNotFoundError as exc:
+            return None, f"reference models are not available ({exc}): conformity to the reference not checked"
+        except Exception as exc:  # noqa: BLE001 - a broken reference must not stop the check
+            return None, (f"reference model {rules.reference_model['id']!r} could not be built "
+                          f"({type(exc).__name__}: {exc}): conformity to the reference not checked")
+        return structure.describe(model), ""
+
+
+_ENTRY_FIELDS = {"modules": ("name", "type", "config"), "parameters": ("name", "shape", "dtype"),
+                 "buffers": ("name", "shape", "dtype")}
+
+
+def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict | None, str]:
+    """A validated ``structure.json`` and its text, or ``None`` after a finding."""
+    from trainmark.format import structure
+    try:
+        raw = tree.read_bytes(rel, JSON_CAP)
+    except Missing:
+        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected="structure.json", seen="missing")
+        return None, ""
+    except UnsafeEntry as exc:
+        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+        return None, ""
+    try:
+        text = raw.decode("utf-8")
+        desc = json.loads(text)
+    except RecursionError:
+        findings.add(CONFORM_001, rel, "JSON nested too deeply", expected="structure JSON")
+        return None, ""
+    except (UnicodeDecodeError, ValueError) as exc:
+        findings.add(CONFORM_001, rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
+                     expected="structure JSON", seen=raw[:80])
+        return None, ""
+    problem = _shape_problem(desc)
+    if problem:
+        findings.add(CONFORM_001, rel, f"{problem}", expected=f"format {structure.FORMAT}", seen=problem)
+        return None, text
+    recomputed = structure.fingerprint(desc)
+    if recomputed != desc["fingerprint"]:
+        findings.add(CONFORM_001, rel, "the fingerprint does not match the described structure (edited?)",
+                     line=_line_of(text, "fingerprint", desc["fingerprint"]), expected=recomputed,
+                     seen=desc["fingerprint"])
+    count = sum(math.prod(p["shape"]) for p in desc["parameters"])
+    if count != desc["parameter_count"]:
+        findings.add(CONFORM_001, rel, f"parameter_count {desc['parameter_count']} but the parameters "
+                     f"add up to {count}", line=_line_of(text, "parameter_count"), expected=count,
+                     seen=desc["parameter_count"])
+    return desc, text
+
+
+def _shape_problem(desc: Any) -> str:
+    from trainmark.format import structure
+    if not isinstance(desc, dict):
+        return "not a JSON object"
+    if desc.get("format") != structure.FORMAT:
+        return f"format is {desc.get('format')!r}, expected {structure.FORMAT!r}"
+    for key, fields in _ENTRY_FIELDS.items():
+        entries = desc.get(key)
+        if not isinstance(entries, list):
+            return f"{key!r} is not a list"
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or set(entry) != set(fields):
+                return f"{key}[{i}] must have exactly the fields {', '.join(fields)}"
+            if not isinstance(entry["name"], str):
+                return f"{key}[{i}].name is not a string"
+            if key == "modules" and not (isinstance(entry["type"], str) and isinstance(entry["config"], str)):
+                return f"{key}[{i}] type and config must be strings"
+            if key != "modules" and not (isinstance(entry["dtype"], str) and isinstance(entry["shape"], list)
+                                         and all(type(d) is int and d >= 0 for d in entry["shape"])):
+                return f"{key}[{i}] needs a dtype string and a shape of non-negative integers"
+    if type(desc.get("parameter_count")) is not int:
+        return "parameter_count is not an integer"
+    if not isinstance(desc.get("fingerprint"), str):
+        return "fingerprint is not a string"
+    return ""
+
+
+def check_weights(tree: SafeTree, rel: str, desc: dict | None, findings: Findings, limit: int = 20) -> None:
+    """The safetensors header against the structure's parameters and buffers."""
+    try:
+        table = read_tensor_table(tree, rel)
+    except Missing:
+        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected="model.safetensors", seen="missing")
+        return
+    except UnsafeEntry as exc:
+        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+        return
+    except HeaderError as exc:
+        findings.add(exc.rule, rel, exc.message, expected="a safetensors file", seen=exc.seen)
+        return
+    if desc is None:
+        return
+    expected = {e["name"]: {"dtype": e["dtype"], "shape": e["shape"]} for e in desc["parameters"] + desc["buffers"]}
+    problems = []
+    for name in sorted(expected.keys() - table.keys()):
+        problems.append((f"tensor {name!r} of structure.json is not in the weights", expected[name], "missing"))
+    for name in sorted(table.keys() - expected.keys()):
+        problems.append((f"tensor {name!r} in the weights is not in structure.json", "absent", table[name]))
+    for name in sorted(expected.keys() & table.keys()):
+        if expected[name] != table[name]:
+            problems.append((f"tensor {name!r}: structure.json says {_tensor(expected[name])}, the weights hold "
+                             f"{_tensor(table[name])}", _tensor(expected[name]), _tensor(table[name])))
+    for message, want, got in problems[:limit]:
+        findings.add(CONFORM_005, rel, f"{message}", expected=want, seen=got)
+    if len(problems) > limit:
+        findings.add(CONFORM_005, rel, f"and {len(problems) - limit} more tensor differences",
+                     expected="tensors as in structure.json", seen=f"{len(problems)} differences")
+
+
+def _tensor(entry: dict) -> str:
+    return f"{entry['dtype']}{list(entry['shape'])}"
+
+
+def check_reference(desc: dict, text: str, reference: dict, division: str, rel: str, record: TrialRecord | None,
+                    findings: Findings) -> None:
+    """Closed: the structure must be the reference's. Open: report how it differs."""
+    from trainmark.format import structure
+    framework = record.value(mllog.FRAMEWORK) if record is not None and mllog.FRAMEWORK in record.points else None
+    # another framework's layers are not PyTorch modules: its tensors, mapped onto the reference's names
+    # and layouts, are what is compared (an unknown framework name gets the full PyTorch comparison)
+    tensors_only = framework == "tensorflow"
+    kinds = structure.TENSOR_KINDS if tensors_only else structure.ALL_KINDS
+    if (structure.same_tensors(desc, reference) if tensors_only
+            else structure.fingerprint(desc) == reference["fingerprint"]):
+        return
+    differences = _ordered(structure.diff(reference, desc, limit=10**6, kinds=kinds))
+    if division == "closed":
+        findings.add(CONFORM_002, rel, "the model is not the reference model: " + "; ".join(differences),
+                     line=_first_difference_line(text, reference, desc, kinds), expected=reference["fingerprint"],
+                     seen=desc["fingerprint"])
+        return
+    flops = record.value(mllog.FLOPS_PER_STEP) if record is not None else None
+    findings.add(CONFORM_003, rel, f"{desc['parameter_count']} parameters (reference "
+                 f"{reference['parameter_count']}); FLOPs per step {flops if flops is not None else 'not logged'} "
+                 f"(reference: not known to the checker); {len(differences)} structural differences: "
+                 + "; ".join(differences[:5]), expected=f"{reference['parameter_count']} parameters",
+                 seen=f"{desc['parameter_count']} parameters")
+
+
+def _ordered(differences: list[str], limit: int = 12) -> list[str]:
+    """Modules first (where a reviewer looks), then parameters, then buffers; at most ``limit``."""
+    kinds = ("module", "parameter", "buffer")
+    ordered = sorted(differences, key=lambda d: next((i for i, k in enumerate(kinds) if d.startswith(k)), 3))
+    return ordered[:limit] + ([f"... and {len(ordered) - limit} more"] if len(ordered) > limit else [])
+
+
+def _first_difference_line(text: str, reference: dict, desc: dict, kinds) -> int | None:
+    for _, key in kinds:
+        ref = {e["name"]: e for e in reference[key]}
+        for entry in desc[key]:
+            if ref.get(entry["name"]) != entry:
+                return _line_of(text, "name", entry["name"])
+    return None
+
+
+def _line_of(text: str, field: str, value: Any = None) -> int | None:
+    pattern = re.escape(json.dumps(field)) + r"\s*:\s*" + (re.escape(json.dumps(value)) if value is not None else "")
+    m = re.search(pattern, text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def check_logged_model(record: TrialRecord, desc: dict, structure_rel: str, findings: Findings) -> None:
+    """The MLLOG's fingerprint and parameter count against ``structure.json``."""
+    for key, want in ((mllog.MODEL_FINGERPRINT, desc["fingerprint"]),
+                      (mllog.PARAMETER_COUNT, desc["parameter_count"])):
+        if key in record.points and record.value(key) != want:
+            findings.add(CONFORM_006, record.rel, f"{key} is {record.value(key)!r}, {structure_rel} says {want!r}",
+                         line=record.line_of(key), expected=want, seen=record.value(key))

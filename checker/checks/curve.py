@@ -1,0 +1,68 @@
+"""Curve conformity (CURVE-*): does each trial's metric, epoch by epoch, stay inside the reference band?
+
+The rules' ``curve_band`` carries, per reference implementation (the PyTorch reference's id, or
+``id@framework`` for a twin: ``reference_code.implementation_of``), global batch size and precision,
+the lowest and highest metric the calibration trials reached after each epoch, and a tolerance
+in the metric's own unit. A trial of the closed division (which must train the reference
+implementation) whose metric leaves that band by more than the tolerance gets one finding, at
+the first epoch where it does: ``CURVE-001`` (warning) while the rules' ``severity`` is
+``warning``, ``CURVE-002`` (error) once it is ``error``. Open-division models are not the
+reference implementation and have no band; batch sizes and precisions the calibration did not
+use are not judged (CONVERGE-002 already says so for batch sizes).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.verdict.codes import CURVE_001, CURVE_002
+from trainmark.checker.verdict.findings import Findings
+from trainmark.format import mllog
+from trainmark.rules.reference_code import implementation_of
+from trainmark.rules.ruleset import BenchmarkRules
+
+RULE_OF_SEVERITY = {"warning": CURVE_001, "error": CURVE_002}
+
+
+def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: Any,
+             framework: object = None) -> dict[int, tuple[float, float]]:
+    """``{epoch: (low, high)}`` of the reference band for this batch size, precision and framework's
+    implementation (``resnet-mini``, ``resnet-mini@tensorflow``); {} when there is none."""
+    spec = (rules.data.get("curve_band") if rules is not None else None) or {}
+    implementation = implementation_of(rules, framework) if rules is not None else None
+    for band in spec.get("bands", []):
+        if band["implementation"] == implementation and band["global_batch_size"] == global_batch_size \
+                and band["precision"] == precision:
+            return {int(e): (float(lo), float(hi)) for e, lo, hi in band["epochs"]}
+    return {}
+
+
+def outside(metric: float, low: float, high: float) -> float:
+    """How far ``metric`` lies outside [low, high] (0 inside)."""
+    return max(low - metric, metric - high, 0.0)
+
+
+def check_curves(records: list[TrialRecord], rules: BenchmarkRules, division: str, findings: Findings) -> None:
+    spec = rules.data.get("curve_band")
+    if not spec or division != "closed":
+        return
+    tolerance = float(spec["tolerance"])
+    rule_id = RULE_OF_SEVERITY[spec.get("severity", "warning")]
+    for record in records:
+        band = band_for(rules, record.value("global_batch_size"), record.value(mllog.PRECISION),
+                        record.value(mllog.FRAMEWORK))
+        if not band:
+            continue
+        left = [(ev, band[ev.epoch]) for ev in record.evals
+                if type(ev.epoch) is int and ev.epoch in band and isinstance(ev.accuracy, (int, float))
+                and outside(float(ev.accuracy), *band[ev.epoch]) > tolerance]
+        if not left:
+            continue
+        ev, (low, high) = left[0]
+        side = "above" if ev.accuracy > high else "below"
+        findings.add(rule_id, record.rel,
+                     f"trial {record.trial}: {rules.metric['name']} {ev.accuracy:.4f} after epoch {ev.epoch} is "
+                     f"{side} the reference band [{low:.4f}, {high:.4f}] by more than the tolerance {tolerance:g}"
+                     + (f" ({len(left)} epochs out of the band)" if len(left) > 1 else ""),
+                     line=ev.accuracy_line, expected=f"within [{low - tolerance:.4f}, {high + tolerance:.4f}]",
+                     seen=f"{ev.accuracy:.4f}")

@@ -1,0 +1,130 @@
+"""Findings for one trainmark MLLOG file: the engine's messages, and what it cannot see.
+
+The generated compliance rules (``trainmark.checker.mlperf.compliance_rules``) judge each file alone.
+This module adds the checks that need the file's place in the tree (trial number,
+folder names) or arithmetic over the whole file (time order, the logged summary).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from trainmark.checker.mlperf.engine import EngineResult
+from trainmark.checker.read.mllog_read import Event
+from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.verdict.codes import (
+    MLLOG_002,
+    MLLOG_003,
+    MLLOG_004,
+    MLLOG_005,
+    MLLOG_006,
+    MLLOG_007,
+    MLLOG_008,
+    MLLOG_009,
+    SECURITY_001,
+)
+from trainmark.checker.verdict.findings import Findings
+from trainmark.format import mllog
+
+TIME_TOLERANCE_S = 0.05  # docs/result-format.md: the summary agrees within 0.05 s per trial
+
+
+def engine_findings(result: EngineResult, events: list[Event], rel: str, key_rules: dict[str, str],
+                    findings: Findings) -> None:
+    """Turn the compliance engine's messages into findings with the tagged rule ids."""
+    value_at = {e.line: e.value for e in events}
+    for m in result.messages:
+        if m.kind == "required":
+            rule = key_rules.get(m.key or "", MLLOG_002)
+            findings.add(rule, rel, m.text, line=m.line, expected=m.test, seen=m.text.rsplit("but ", 1)[-1])
+        else:
+            where = f"line {m.line}: " if m.line else ""
+            findings.add(m.rule or MLLOG_003, rel, f"{where}{m.key or 'log'}: compliance check failed: {m.test}",
+                         line=m.line, expected=m.test, seen=value_at.get(m.line, m.text))
+    refused_findings(result, rel, findings)
+    if result.crashed:
+        findings.add(MLLOG_009, rel, f"the compliance engine stopped: {result.crashed}",
+                     expected="a file the engine can evaluate", seen=result.crashed)
+
+
+def refused_findings(result: EngineResult, rel: str, findings: Findings) -> None:
+    """A config the engine asked for and was refused: a logged value tried to name a file."""
+    for config in result.refused:
+        findings.add(SECURITY_001, rel, f"the compliance engine asked for {config!r}, which is neither a config "
+                     f"trainmark generated nor one mlperf-logging ships; refused, never opened",
+                     expected="a shipped or generated config", seen=config)
+
+
+def check_time_order(events: list[Event], rel: str, findings: Findings) -> None:
+    last: Event | None = None
+    for e in events:
+        if last is not None and e.time_ms < last.time_ms:
+            findings.add(MLLOG_005, rel, f"line {e.line}: {e.key} at time_ms {e.time_ms:.0f} is earlier than "
+                         f"{last.key} on line {last.line}", line=e.line, expected=f">= {last.time_ms:.0f}",
+                         seen=f"{e.time_ms:.0f}")
+        last = e
+
+
+def check_trial_number(record: TrialRecord, findings: Findings) -> None:
+    logged = record.value(mllog.TRIAL)
+    if mllog.TRIAL in record.points and logged != record.trial:
+        findings.add(MLLOG_004, record.rel, f"result_{record.trial}.txt logs trainmark_trial {logged!r}",
+                     line=record.line_of(mllog.TRIAL), expected=record.trial, seen=logged)
+
+
+def check_folder_names(record: TrialRecord, expected: dict[str, str | None], findings: Findings) -> None:
+    """``expected`` maps submission_* keys to the folder name they must equal (None: unknown)."""
+    for key, want in expected.items():
+        if want is None or key not in record.points:
+            continue
+        got = record.value(key)
+        if got != want:
+            findings.add(MLLOG_006, record.rel, f"{key} is {got!r} but the file lies in the folder {want!r}",
+                         line=record.line_of(key), expected=want, seen=got)
+
+
+def check_summary(record: TrialRecord, findings: Findings) -> None:
+    """The logged trainmark_trial_result against the recomputed figures."""
+    summary = record.value(mllog.TRIAL_RESULT)
+    if not isinstance(summary, dict):
+        return
+    line = record.line_of(mllog.TRIAL_RESULT)
+    for name, recomputed in (("train_time_s", record.train_time_s), ("total_time_s", record.total_time_s),
+                             ("eval_time_s", record.eval_time_s)):
+        logged = summary.get(name)
+        if recomputed is None or name not in summary:
+            continue
+        if not _close(logged, recomputed, TIME_TOLERANCE_S):
+            findings.add(MLLOG_007, record.rel, f"trainmark_trial_result {name} is {logged!r}, the events give "
+                         f"{recomputed:.3f} s", line=line, expected=f"{recomputed:.3f} \u00b1 {TIME_TOLERANCE_S}",
+                         seen=logged)
+    if "epochs" in summary and summary["epochs"] != record.epochs_trained:
+        findings.add(MLLOG_007, record.rel, f"trainmark_trial_result epochs is {summary['epochs']!r}, "
+                     f"the file has {record.epochs_trained} epoch_stop events", line=line,
+                     expected=record.epochs_trained,
+                     seen=summary["epochs"])
+    if record.final_metric is not None and "final_metric" in summary and not _close(
+            summary["final_metric"], record.final_metric, 1e-9):
+        findings.add(MLLOG_007, record.rel, "trainmark_trial_result final_metric differs from the last "
+                     "eval_accuracy", line=line, expected=record.final_metric, seen=summary["final_metric"])
+    if "status" in summary and (summary["status"] == "converged") != record.converged:
+        findings.add(MLLOG_007, record.rel, f"trainmark_trial_result status is {summary['status']!r} but the "
+                     f"last metric {record.final_metric!r} {'reaches' if record.converged else 'misses'} the target",
+                     line=line, expected="converged" if record.converged else "not converged", seen=summary["status"])
+    logged_energy = summary.get("train_energy_j")
+    if "train_energy_j" in summary and not _same_energy(logged_energy, record.train_energy_j):
+        findings.add(MLLOG_008, record.rel, f"trainmark_trial_result train_energy_j is {logged_energy!r}, the "
+                     f"meter readings give {record.train_energy_j!r}" + (f" ({record.energy_reason})"
+                                                                     if record.train_energy_j is None else ""),
+                     line=line, expected=record.train_energy_j, seen=logged_energy)
+
+
+def _close(logged: Any, value: float, tolerance: float) -> bool:
+    return (not isinstance(logged, bool) and isinstance(logged, (int, float)) and math.isfinite(logged)
+            and abs(logged - value) <= tolerance)
+
+
+def _same_energy(logged: Any, value: float | None) -> bool:
+    if value is None or logged is None:
+        return value is None and logged is None
+    return _close(logged, value, max(0.5, 1e-3 * abs(value)))

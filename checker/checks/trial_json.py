@@ -1,0 +1,76 @@
+"""``trial_<k>/trial.json`` is the harness's summary for people: it must agree with the MLLOG.
+
+Scores never come from it (they are recomputed from ``result_<k>.txt``), but reports and
+readers do look at it, so a summary claiming other figures than the logs is an error, not
+something shipped unchecked. Read with a size cap and a depth bound, validated against
+``trainmark/format/schema/trial.schema.json``, then compared field by field with the recomputed trial.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from trainmark.checker.checks.trials import hyperparameters
+from trainmark.checker.read.json_file import harness_schema, read_json_object, schema_findings
+from trainmark.checker.read.safefs import SafeTree
+from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.verdict.codes import TRIALJSON_001, TRIALJSON_002, TRIALJSON_003
+from trainmark.checker.verdict.findings import Findings
+from trainmark.format import mllog
+from trainmark.rules.ruleset import BenchmarkRules
+
+TIME_TOLERANCE_S = 0.05      # as the MLLOG's own summary (docs/result-format.md)
+ENERGY_TOLERANCE = 0.005     # relative, or 1 J
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    return harness_schema("trial.schema.json")
+
+
+def check_trial_json(tree: SafeTree, rel: str, record: TrialRecord | None, names: dict[str, str | None],
+                     rules: BenchmarkRules, findings: Findings) -> dict | None:
+    """The validated summary, or None after a finding."""
+    summary = read_json_object(tree, rel, findings, TRIALJSON_001)
+    if summary is None or not schema_findings(summary, _schema(), rel, TRIALJSON_002, findings):
+        return None
+    if record is not None:
+        for field, said, recomputed in _disagreements(summary, record, names, rules):
+            findings.add(TRIALJSON_003, rel, f"{rel}: {field} is {said!r}, the logs ({record.rel}) give "
+                         f"{recomputed!r}", expected=recomputed, seen=said)
+    return summary
+
+
+def _disagreements(s: dict, r: TrialRecord, names: dict[str, str | None], rules: BenchmarkRules):
+    logged = r.value(mllog.TRIAL_RESULT)
+    logged = logged if isinstance(logged, dict) else {}
+    exact = {"trial": r.trial, "seed": r.value(mllog.SEED), "status": logged.get("status"), "epochs": r.epochs_trained,
+             "rules_version": r.value(mllog.RULES_VERSION), **{k: v for k, v in names.items() if v}}
+    for field, want in exact.items():
+        if want is not None and s.get(field) != want:
+            yield field, s.get(field), want
+    if "precision_used" in s and s["precision_used"] != r.value(mllog.PRECISION):
+        yield "precision_used", s["precision_used"], r.value(mllog.PRECISION)
+    if not _close(s["final_metric"], r.final_metric, 5.001e-5):
+        yield "final_metric", s["final_metric"], r.final_metric
+    for field in ("train_time_s", "total_time_s", "eval_time_s"):
+        if not _close(s[field], getattr(r, field), TIME_TOLERANCE_S):
+            yield field, s[field], getattr(r, field)
+    for field in ("train_energy_j", "total_energy_j"):
+        want = getattr(r, field)
+        if not _close(s[field], want, max(1.0, ENERGY_TOLERANCE * abs(want or 0))):
+            yield field, s[field], want
+    hp = s["hparams"]
+    for key, value in hyperparameters(r, rules).items():
+        if key in hp and (type(hp[key]) is not type(value) or hp[key] != value):
+            yield f"hparams.{key}", hp[key], value
+
+
+def _close(said: Any, want: Any, tolerance: float) -> bool:
+    """Both unknown, or both finite numbers within ``tolerance``."""
+    if said is None or want is None:
+        return said is None and want is None
+    if isinstance(said, bool) or not isinstance(said, (int, float)) or not math.isfinite(said):
+        return False
+    return abs(float(said) - float(want)) <= tolerance

@@ -1,0 +1,180 @@
+"""MLPerf-logging compliance rules generated from a benchmark's rule file.
+
+mlperf-logging's compliance engine (``mlp_compliance``) runs YAML rule files whose
+checks are Python expressions. trainmark never writes such a file by hand: this module
+derives it from ``rules/<version>/<benchmark>.yaml`` (target, metric range, epochs,
+init limit, hyperparameter names, precisions), so a rule changes in one place only.
+The checker never runs a rule file that came with a submission.
+
+Each check ends with a comment naming the checker rule id it enforces
+(``... # TARGET-001``): the engine quotes the failed test, and the checker turns that
+back into a finding with the right id. Checks without a tag are ``MLLOG-003``.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainmark.checker.verdict.codes import HPARAM_002, HPARAM_003, SEED_001
+from trainmark.files import write_text_atomic
+from trainmark.format import labels, mllog
+from trainmark.rules.ruleset import BenchmarkRules
+
+# The allowed values come from the result format, spelled once (trainmark.format).
+ENERGY_METHODS = labels.ENERGY_METHODS
+TRIAL_STATUSES = labels.TRIAL_STATUSES
+TRIAL_RESULT_FIELDS = mllog.TRIAL_RESULT_FIELDS
+PRECISIONS = {family: list(values) for family, values in labels.PRECISIONS.items()}
+
+# Occurrence failures ("Required EXACTLY_ONE occurrence of 'seed'") name a key, not a
+# test: these keys report under their own rule id instead of MLLOG-002.
+_KEY_RULES = {mllog.SEED: SEED_001, mllog.PRECISION: HPARAM_003}
+
+_NUMBER = "type({x}) in (int, float) and math.isfinite({x})"
+_ENERGY = "({x} is None or (" + _NUMBER + " and {x} >= 0))"
+_TEXT = "isinstance(v['value'], str) and v['value'].strip() != ''"
+
+
+def precisions_allowed(rules: BenchmarkRules) -> list[str]:
+    """The ``trainmark_precision`` values the rules' ``precisions`` allow."""
+    return [p for family in rules.precisions for p in PRECISIONS[family]]
+
+
+def key_rules(rules: BenchmarkRules, division: str) -> dict[str, str]:
+    """Rule id of each key whose occurrence count the generated file requires."""
+    out = dict(_KEY_RULES)
+    if division == "closed":
+        out.update({name: HPARAM_002 for name in rules.hyperparameters})
+    return out
+
+
+def _key(name: str, req: str, checks: list[str] | None = None, *, post: str | None = None) -> dict[str, Any]:
+    record: dict[str, Any] = {"NAME": name, "REQ": req}
+    if checks:
+        record["CHECK"] = checks
+    if post:
+        record["POST"] = post
+    return {"KEY": record}
+
+
+def _metric_checks(rules: BenchmarkRules) -> list[str]:
+    lo, hi = rules.metric["range"]
+    checks = [_NUMBER.format(x="v['value']") + "  # MLLOG-003 metric must be a finite number"]
+    if lo is not None:
+        checks.append(f"v['value'] >= {float(lo)!r}  # MLLOG-003 metric range")
+    if hi is not None:
+        checks.append(f"v['value'] <= {float(hi)!r}  # MLLOG-003 metric range")
+    return checks
+
+
+def _reached_expression(rules: BenchmarkRules) -> str:
+    op = ">=" if rules.higher_is_better else "<="
+    return "(" + _NUMBER.format(x="v['value']") + f" and v['value'] {op} {rules.target!r})"
+
+
+def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, Any]]:
+    """The rule records (BEGIN, KEY..., END) for one benchmark in one division."""
+    every = int(rules.evaluation["every_epochs"])
+    init_ms = int(float(rules.max_init_seconds[division]) * 1000)
+    epoch_num = "v['metadata'].get('epoch_num')"
+    hparam_req = "EXACTLY_ONE" if division == "closed" else "OPTIONAL"
+    records: list[dict[str, Any]] = [
+        {"BEGIN": {"CODE": (
+            "s.update({'init_started': False, 'init_stopped': False, 'run_started': False, "
+            "'run_stopped': False, 'first_init_start': None, 'epoch': 0, 'in_epoch': False, "
+            "'in_eval': False, 'evals': 0, 'reached': False})"
+        )}},
+        _key(mllog.SUBMISSION_BENCHMARK, "EXACTLY_ONE", [f"v['value'] == {rules.name!r}"]),
+        _key(mllog.SUBMISSION_DIVISION, "EXACTLY_ONE", [f"v['value'] == {division!r}"]),
+        _key(mllog.SUBMISSION_ORG, "EXACTLY_ONE", [_TEXT]),
+        _key(mllog.SUBMISSION_PLATFORM, "EXACTLY_ONE", [_TEXT]),
+        _key(mllog.SUBMISSION_STATUS, "EXACTLY_ONE", [_TEXT]),
+        _key(mllog.RULES_VERSION, "EXACTLY_ONE", [f"v['value'] == {rules.version!r}"]),
+        _key(mllog.TRIAL, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] >= 1  # MLLOG-004"]),
+        _key(mllog.CACHE_CLEAR, "AT_LEAST_ONE", ["v['value'] is True"]),
+        _key(mllog.INIT_START, "AT_LEAST_ONE", ["not s['init_stopped']", "not s['run_started']"],
+             post="s['init_started'] = True; s['first_init_start'] = "
+                  "ll.timestamp if s['first_init_start'] is None else s['first_init_start']"),
+        _key(mllog.SEED, "EXACTLY_ONE", ["type(v['value']) is int  # SEED-001 seed must be an integer"]),
+        _key(mllog.TRAIN_SAMPLES, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
+        _key(mllog.EVAL_SAMPLES, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
+        _key(mllog.PRECISION, "EXACTLY_ONE", [f"v['value'] in {precisions_allowed(rules)!r}  # HPARAM-003"]),
+        _key(mllog.MODEL_FINGERPRINT, "EXACTLY_ONE", [
+            "isinstance(v['value'], str) and len(v['value']) == 64 "
+            "and all(c in '0123456789abcdef' for c in v['value'])"]),
+        _key(mllog.PARAMETER_COUNT, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
+        _key(mllog.FLOPS_PER_STEP, "EXACTLY_ONE", [
+            "v['value'] is None or (" + _NUMBER.format(x="v['value']") + " and v['value'] > 0)"]),
+        _key(mllog.ENERGY_METHOD, "EXACTLY_ONE", [f"v['value'] in {ENERGY_METHODS!r}"]),
+        _key(mllog.INIT_STOP, "EXACTLY_ONE", [
+            "s['init_started']", "not s['run_started']",
+            f"ll.timestamp - s['first_init_start'] <= {init_ms}  # MLLOG-003 untimed init at most "
+            f"{rules.max_init_seconds[division]} s in the {division} division"],
+            post="s['init_stopped'] = True"),
+        _key(mllog.RUN_START, "EXACTLY_ONE", ["s['init_stopped']"], post="s['run_started'] = True"),
+        _key(mllog.EPOCH_START, "AT_LEAST_ONE", [
+            "s['run_started'] and not s['run_stopped']",
+            "not s['in_epoch'] and not s['in_eval']",
+            f"{epoch_num} == s['epoch'] + 1",
+            f"type({epoch_num}) is int and {epoch_num} <= {int(rules.max_epochs)}  # TARGET-004"],
+            post=f"s['in_epoch'] = True; s['epoch'] = {epoch_num} if type({epoch_num}) is int else s['epoch'] + 1"),
+        _key(mllog.EPOCH_STOP, "AT_LEAST_ONE", [
+            "s['in_epoch']",
+            f"{epoch_num} == s['epoch']",
+            "'trainmark_train_energy_j' in v['metadata']",
+            _ENERGY.format(x="v['metadata'].get('trainmark_train_energy_j')"),
+            "type(v['metadata'].get('trainmark_samples')) is int and v['metadata']['trainmark_samples'] > 0"],
+            post="s['in_epoch'] = False"),
+        _key(mllog.EVAL_START, "AT_LEAST_ONE", [
+            "not s['in_epoch'] and not s['in_eval']",
+            f"{epoch_num} == s['epoch']",
+            f"s['epoch'] % {every} == 0 or s['epoch'] == {int(rules.max_epochs)}  "
+            f"# MLLOG-003 evaluate every {every} epoch(s) and after the last"],
+            post="s['in_eval'] = True"),
+        _key(mllog.EVAL_ACCURACY, "AT_LEAST_ONE", [
+            "s['in_eval']",
+            f"{epoch_num} == s['epoch']",
+            *_metric_checks(rules),
+            "not s['reached']  # TARGET-005 an evaluation after the target was reached"],
+            post="s['evals'] += 1; s['reached'] = s['reached'] or " + _reached_expression(rules)),
+        _key(mllog.EVAL_STOP, "AT_LEAST_ONE", [
+            "s['in_eval']",
+            f"{epoch_num} == s['epoch']",
+            "'trainmark_eval_energy_j' in v['metadata']",
+            _ENERGY.format(x="v['metadata'].get('trainmark_eval_energy_j')")],
+            post="s['in_eval'] = False"),
+        _key(mllog.TRIAL_RESULT, "EXACTLY_ONE", [
+            "isinstance(v['value'], dict)",
+            f"set({TRIAL_RESULT_FIELDS!r}) <= set(v['value'])",
+            f"v['value'].get('status') in {TRIAL_STATUSES!r}"]),
+        _key(mllog.RUN_STOP, "EXACTLY_ONE", [
+            "s['run_started']",
+            "not s['in_epoch'] and not s['in_eval']",
+            "v['metadata'].get('status') in ['success', 'aborted']",
+            "(v['metadata'].get('status') == 'success') == s['reached']  # TARGET-001 status 'success' "
+            f"exactly when an evaluation reached the target {rules.target!r}"],
+            post="s['run_stopped'] = True"),
+    ]
+    records += [_key(name, hparam_req) for name in rules.hyperparameters]
+    return records
+
+
+def compliance_yaml(rules: BenchmarkRules, division: str) -> str:
+    if division not in ("closed", "open"):
+        raise ValueError(f"division must be 'closed' or 'open', not {division!r}")
+    header = (f"# Generated by trainmark.checker.mlperf.compliance_rules from {rules.name} rules {rules.version} "
+              f"({division} division). Do not edit: change the rule file.\n")
+    return header + yaml.safe_dump(compliance_records(rules, division), sort_keys=False, width=1000)
+
+
+def write_compliance_file(rules: BenchmarkRules, division: str, folder: Path) -> Path:
+    """Write the generated rules under ``folder`` (named by content hash) and return the path."""
+    text = compliance_yaml(rules, division)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    path = Path(folder) / f"{rules.name}-{rules.version}-{division}-{digest}.yaml"
+    if not path.exists():
+        write_text_atomic(path, text)
+    return path

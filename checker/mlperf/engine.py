@@ -1,0 +1,188 @@
+"""Run mlperf-logging's compliance engine on validated events and structure its messages.
+
+The engine (``mlp_compliance``) is reused as it is, with three precautions learnt from
+its source: a fresh checker per file (an instance keeps the previous file's messages),
+the module-global ``enqueued_configs`` queue emptied before and after each run, and
+only pre-validated lines fed to it (see ``mllog_read``). It keeps one message per key;
+the checker wants every failing line, so the messages are recorded as they are put.
+The engine re-reads and re-parses its rule file for every log file with the pure-Python
+YAML parser (about 85 % of its time here); while it runs, its ``yaml`` is a stand-in
+that parses each rule file's text once.
+
+The engine executes the code inside every config it loads, so it runs only under
+``compliance_configs.guarded``: it can load MLPerf's shipped configs and the ones trainmark
+generated, nothing else; what it asked for and was refused comes back in ``refused``.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import re
+from dataclasses import dataclass
+
+import yaml
+from mlperf_logging.compliance_checker import mlp_compliance
+
+from trainmark.checker.mlperf.compliance_configs import ALLOWLIST, guarded
+from trainmark.checker.read.mllog_read import Event
+
+TRAINMARK_PARSER_RULESET = "6.1.0"  # only picks mlperf-logging's line parser
+_PARSER_MODULE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{1,2}")
+
+_TAG = re.compile(r"#\s*([A-Z]+-\d{3})\b")
+_CHECK_FAILED = re.compile(r"CHECK for '(?P<key>.*?)' failed in line (?P<line>\d+):\n.*?\nfailed test: (?P<test>.*?)\n"
+                           r"current context", re.S)
+_CHECK_CRASHED = re.compile(r"Failed executing CHECK code:\n(?P<test>.*?)\ntriggered by line:\n(?P<text>.*?)\n"
+                            r"current context", re.S)
+_CODE_CRASHED = re.compile(r"Failed executing code (?P<what>\w+) code triggered by line :\n(?P<text>.*)", re.S)
+_REQUIRED = re.compile(r"Required (?P<req>[A-Z_()0-9]+) occurrence of '(?P<key>.*?)' but found (?P<n>\d+)")
+_REQUIRED_ALTERNATIVES = re.compile(r"Required AT_LEAST_ONE occurrence of (?P<keys>.*)")
+_AT_LEAST_ONE_CHECK = re.compile(r"Failed checks for (?P<key>.*?) : (?P<test>.*)", re.S)
+_END_FAILED = re.compile(r"failed test: (?P<test>.*?)\ncurrent context", re.S)
+
+
+@dataclass(frozen=True)
+class EngineMessage:
+    rule: str | None      # the tag of the failed test (e.g. TARGET-001), else None
+    kind: str             # "check", "required", "other"
+    key: str | None
+    line: int | None      # 1-based file line
+    test: str             # the failed test, its tag removed
+    text: str             # the engine's message, first line
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    messages: list[EngineMessage]
+    crashed: str | None   # the exception that stopped the engine, if any
+    refused: tuple[str, ...] = ()   # configs the engine asked for that are not ours nor MLPerf's shipped ones
+
+    @property
+    def valid(self) -> bool:
+        return not self.messages and self.crashed is None and not self.refused
+
+
+class _ParseOnce:
+    """Stands in for the ``yaml`` module inside ``mlp_compliance``: same loader, parsed once per text."""
+
+    BaseLoader = yaml.BaseLoader
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, type], object] = {}
+
+    def load(self, stream, Loader):
+        text = stream.read()
+        key = (text, Loader)
+        if key not in self._parsed:
+            self._parsed[key] = yaml.load(text, Loader=Loader)
+        return copy.deepcopy(self._parsed[key])
+
+
+_YAML_ONCE = _ParseOnce()
+
+
+@contextlib.contextmanager
+def _rule_files_parsed_once():
+    real = mlp_compliance.yaml
+    mlp_compliance.yaml = _YAML_ONCE
+    try:
+        yield
+    finally:
+        mlp_compliance.yaml = real
+
+
+def _parser(ruleset: str):
+    if not _PARSER_MODULE.fullmatch(ruleset):  # callers pass known rulesets; never import a crafted name
+        raise ValueError(f"not a ruleset version: {ruleset[:40]!r}")
+    return importlib.import_module(
+        f"mlperf_logging.compliance_checker.mlp_parser.ruleset_{ruleset.replace('.', '')}")
+
+
+def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER_RULESET) -> EngineResult:
+    """Check ``events`` against the rule file ``config``: one trainmark generated
+    (``ALLOWLIST.add_generated``) or one MLPerf ships (relative to the engine's folder)."""
+    parser = _parser(ruleset)
+    loglines = []
+    for e in events:
+        # The reader hands over each record once, starting at ':::MLLOG ' (mllog_read): the parser's own
+        # strip_and_dedup (a regex per line, quadratic in its length) is skipped, its line parser is not.
+        text = e.text.strip()
+        if not text.startswith(parser.TOKEN):
+            text = parser.TOKEN + text.split(parser.TOKEN, 1)[-1]
+        try:
+            loglines.append(parser.string_to_logline(e.line, text))
+        except (ValueError, KeyError, TypeError):  # cannot happen for validated events; never pass silently
+            return EngineResult([], f"mlperf-logging could not parse validated line {e.line}")
+    checker = mlp_compliance.make_checker(usage="training", ruleset=ruleset, quiet=True, werror=True)
+    recorded: list[tuple[str, str | None]] = []
+    _record_messages(checker, recorded)
+    del mlp_compliance.enqueued_configs[:]
+    del ALLOWLIST.refused[:]
+    crashed = None
+    try:
+        with _rule_files_parsed_once(), guarded(ALLOWLIST):
+            checker.check_loglines(loglines, config)
+    except Exception as exc:  # noqa: BLE001 - unguarded evals and asserts inside the engine
+        crashed = f"{type(exc).__name__}: {exc}"
+    finally:
+        del mlp_compliance.enqueued_configs[:]
+    refused = tuple(ALLOWLIST.refused)
+    del ALLOWLIST.refused[:]
+    line_of_text = {}
+    for e in events:
+        line_of_text.setdefault(e.text.strip(), e.line)
+    lines_of_key: dict[str, list[int]] = {}
+    for e in events:
+        lines_of_key.setdefault(e.key, []).append(e.line)
+    messages = [_structure(msg, key, line_of_text, lines_of_key) for msg, key in recorded]
+    return EngineResult(messages, crashed, refused)
+
+
+def _record_messages(checker, recorded: list) -> None:
+    """Keep every message, minus those a later rule file overrides (as the engine does)."""
+    put_message, overwrite = checker.put_message, checker.overwrite_messages
+
+    def put(msg, key=None):
+        recorded.append((msg, key))
+        put_message(msg, key)
+
+    def overwrite_messages(keys):
+        keys = set(keys)
+        recorded[:] = [(m, k) for m, k in recorded if k is None or k not in keys]
+        overwrite(keys)
+
+    checker.put_message = put
+    checker.overwrite_messages = overwrite_messages
+
+
+def _split_tag(test: str) -> tuple[str | None, str]:
+    m = _TAG.search(test)
+    if m is None:
+        return None, test.strip()
+    return m.group(1), test[: m.start()].strip()
+
+
+def _structure(msg: str, key: str | None, line_of_text: dict, lines_of_key: dict) -> EngineMessage:
+    first = msg.split("\n", 1)[0]
+    if m := _CHECK_FAILED.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", m["key"], int(m["line"]), test, first)
+    if m := _CHECK_CRASHED.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", key, line_of_text.get(m["text"].strip()), test, first)
+    if m := _CODE_CRASHED.match(msg):
+        return EngineMessage(None, "check", key, line_of_text.get(m["text"].strip()), f"{m['what']} code", first)
+    if m := _REQUIRED.match(msg):
+        lines = lines_of_key.get(m["key"], [])
+        line = lines[1] if len(lines) > 1 else None
+        return EngineMessage(None, "required", m["key"], line, f"{m['req']} occurrence", msg.strip())
+    if m := _REQUIRED_ALTERNATIVES.match(msg):
+        return EngineMessage(None, "required", None, None, "AT_LEAST_ONE occurrence", msg.strip())
+    if m := _AT_LEAST_ONE_CHECK.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", m["key"], None, test, first)
+    if m := _END_FAILED.match(msg):
+        rule, test = _split_tag(m["test"])
+        return EngineMessage(rule, "check", None, None, test, first)
+    return EngineMessage(None, "other", key, None, "", msg.strip()[:400])

@@ -1,0 +1,310 @@
+"""Submission archives: ``trainmark package`` writes them, ``trainmark check ARCHIVE`` unpacks them safely.
+
+Writing: a gzip'd tar of a submission (root, division or submitter folder) whose member names
+start at the submission root (``closed/acme/...``), so the folder names that carry meaning
+(division, submitter, system) survive; regular files and folders only, owner and group
+cleared, sorted, gzip timestamp 0. ``SHA256SUMS`` beside it gets the archive's line.
+
+Reading: a received archive is hostile. Every member is validated before anything is written
+(``ARCHIVE-*`` findings): no absolute path, no ``..``, no symbolic or hard link, no device,
+FIFO or other special member, no duplicate name, at most ``ArchiveLimits`` members, bytes per
+member and bytes in all (the declared sizes, which are also exactly what extraction writes).
+One finding refuses the whole archive: nothing is extracted. Otherwise it is extracted with
+tarfile's ``data`` filter (where Python has it) into a fresh temporary folder, which is
+removed afterwards, also on Ctrl-C and SIGTERM.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import lzma
+import os
+import posixpath
+import signal
+import stat
+import tarfile
+import tempfile
+import threading
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from trainmark.checker.verdict.codes import (
+    ARCHIVE_001,
+    ARCHIVE_002,
+    ARCHIVE_003,
+    ARCHIVE_004,
+    ARCHIVE_005,
+    ARCHIVE_006,
+    ARCHIVE_007,
+)
+from trainmark.checker.verdict.findings import Findings
+from trainmark.digest import sha256_file
+from trainmark.errors import UserError
+
+GiB = 1 << 30
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+DIVISIONS = ("closed", "open")
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """What ``trainmark check`` unpacks at most (weights of the full-size references stay far below)."""
+    max_members: int = 100_000
+    max_member_bytes: int = 4 * GiB
+    max_total_bytes: int = 16 * GiB
+
+
+def is_archive_name(path: Path) -> bool:
+    return Path(path).name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+# -- writing ------------------------------------------------------------------------------
+def _archive_prefix(folder: Path) -> list[str]:
+    """Member-name prefix that keeps the names above ``folder`` which carry meaning."""
+    entries = {p.name for p in folder.iterdir() if p.is_dir() and not p.is_symlink()}
+    if entries & set(DIVISIONS):
+        return []                                        # a submission root
+    if folder.name in DIVISIONS:
+        return [folder.name]                             # a division
+    if entries & {"systems", "results"}:
+        parent = folder.parent.name
+        return [parent, folder.name] if parent in DIVISIONS else [folder.name]   # a submitter
+    if any((folder / d / "results").is_dir() or (folder / d / "systems").is_dir() for d in entries):
+        return [folder.name]  # MLPerf's layout, a folder of submitters: its name may carry the version
+    raise UserError(f"{folder}: not a submission root (closed/, open/), a division or a submitter folder "
+                    "(systems/, results/); package one of those")
+
+
+def _members(folder: Path, skip: set[Path]) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames.sort()
+        here = Path(dirpath)
+        for name in [*dirnames, *sorted(filenames)]:
+            path = here / name
+            if path.resolve() in skip:
+                continue
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise UserError(f"{path}: a link or special file; a submission holds regular files and folders only")
+            yield path
+
+
+def write_archive(folder: Path, out: Path) -> tuple[Path, str, int]:
+    """Write ``out`` (.tar.gz) from ``folder`` atomically; returns (path, sha256, member count)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder")
+    out = Path(out)
+    if not out.name.endswith((".tar.gz", ".tgz")):
+        raise UserError(f"-o {out}: name the archive NAME.tar.gz")
+    prefix = _archive_prefix(folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    count = 0
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz, \
+                    tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for path in _members(folder, {out.resolve(), Path(tmp).resolve()}):
+                    info = tar.gettarinfo(str(path), arcname="/".join([*prefix, path.relative_to(folder).as_posix()]))
+                    info.uid = info.gid = 0
+                    info.uname = info.gname = ""
+                    info.mode = 0o755 if info.isdir() else 0o644
+                    if info.isdir():
+                        tar.addfile(info)
+                    else:
+                        with open(path, "rb") as f:
+                            tar.addfile(info, f)
+                    count += 1
+            raw.flush()
+            os.fsync(raw.fileno())
+        digest = sha256_file(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _update_sums(out.parent / "SHA256SUMS", out.name, digest)
+    return out, digest, count
+
+
+def _update_sums(sums: Path, name: str, digest: str) -> None:
+    """Add or replace ``name``'s line in ``SHA256SUMS`` (``sha256sum -c`` format); other lines stay."""
+    lines = []
+    if sums.is_file():
+        lines = [ln for ln in sums.read_text(encoding="utf-8").splitlines()
+                 if ln and ln.split(maxsplit=1)[-1].lstrip("*") != name]
+    lines.append(f"{digest}  {name}")
+    fd, tmp = tempfile.mkstemp(prefix=".SHA256SUMS.", dir=sums.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("".join(ln + "\n" for ln in sorted(lines, key=lambda ln: ln.split(maxsplit=1)[-1])))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, sums)
+
+
+# -- reading ------------------------------------------------------------------------------
+def validate_members(tar: tarfile.TarFile, limits: ArchiveLimits, findings: Findings, label: str
+                     ) -> list[tarfile.TarInfo]:
+    """Every member, checked; findings for each refused one. Stops at the member or byte limit."""
+    members: list[tarfile.TarInfo] = []
+    names: set[str] = set()
+    total = 0
+    for index, member in enumerate(tar, start=1):
+        if index > limits.max_members:
+            findings.add(ARCHIVE_006, label, f"{label} holds more than {limits.max_members} members; not unpacked",
+                         expected=f"at most {limits.max_members} members", seen=f">{limits.max_members}")
+            break
+        name = member.name
+        where = f"{label}: {name}"
+        normal = posixpath.normpath(name) if name else ""
+        if not name or "\0" in name or name.startswith("/") or (name[:1].isalpha() and name[1:2] == ":") or \
+                normal == ".." or normal.startswith("../") or ".." in name.split("/") or "\\" in name:
+            findings.add(ARCHIVE_002, label, f"{where}: member path is absolute or leaves the folder",
+                         expected="a relative path without '..'", seen=name)
+        if member.issym() or member.islnk():
+            findings.add(ARCHIVE_003, label, f"{where}: a {'symbolic' if member.issym() else 'hard'} link to "
+                         f"{member.linkname!r}", expected="regular files and folders",
+                         seen=f"link -> {member.linkname}")
+        elif not (member.isreg() or member.isdir()) or member.issparse():
+            kind = ("character device" if member.ischr() else "block device" if member.isblk() else
+                    "FIFO" if member.isfifo() else "sparse file" if member.issparse() else "special member")
+            findings.add(ARCHIVE_004, label, f"{where}: a {kind}", expected="regular files and folders", seen=kind)
+        if member.size > limits.max_member_bytes:
+            findings.add(ARCHIVE_005, label, f"{where}: {member.size} bytes; the checker unpacks at most "
+                         f"{limits.max_member_bytes} per member", expected=f"at most {limits.max_member_bytes}",
+                         seen=member.size)
+            break  # its data is not read, not even skipped over
+        total += member.size
+        if total > limits.max_total_bytes:
+            findings.add(ARCHIVE_006, label, f"{label} holds more than {limits.max_total_bytes} bytes; not unpacked",
+                         expected=f"at most {limits.max_total_bytes} bytes", seen=f">{limits.max_total_bytes}")
+            break
+        key = normal.rstrip("/")
+        if key in names:
+            findings.add(ARCHIVE_007, label, f"{where}: the name occurs twice", expected="each name once", seen=name)
+        names.add(key)
+        members.append(member)
+    return members
+
+
+class _HeaderTooLarge(Exception):
+    pass
+
+
+class _CappedReads(io.RawIOBase):
+    """A file whose single ``read`` is at most ``cap`` bytes.
+
+    tarfile reads a PAX or GNU long-name header whole, before any member is returned: a header
+    declaring gigabytes would be allocated before validation could see it. Data is read in
+    16 KiB pieces, so only such a header ever asks for more.
+    """
+
+    def __init__(self, raw, cap: int):
+        self._raw, self._cap = raw, cap
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0 or n > self._cap:
+            raise _HeaderTooLarge(f"a header of {n} bytes")
+        return self._raw.read(n)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _open_decompressed(archive: Path):
+    """The archive's tar stream: gzip, bzip2 and xz recognised by their first bytes."""
+    import bz2
+
+    with open(archive, "rb") as f:
+        magic = f.read(6)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(archive, "rb")
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(archive, "rb")
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(archive, "rb")
+    return open(archive, "rb")
+
+
+HEADER_CAP = 1 << 20  # a PAX header or GNU long name: paths and a few fields, never near this
+
+
+def unpack(archive: Path, dest: Path, findings: Findings, limits: ArchiveLimits = ArchiveLimits()) -> bool:
+    """Validate every member of ``archive``, then extract into the empty folder ``dest``; False if refused."""
+    label = Path(archive).name
+    before = len(findings)
+    try:
+        with _CappedReads(_open_decompressed(archive), HEADER_CAP) as stream, \
+                tarfile.open(fileobj=stream, mode="r:") as tar:
+            members = validate_members(tar, limits, findings, label)
+            if len(findings) > before:
+                return False
+            kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(dest, members=members, **kwargs)
+    except _HeaderTooLarge as exc:
+        findings.add(ARCHIVE_005, label, f"{label}: {exc}; the checker reads headers of at most {HEADER_CAP} bytes",
+                     expected=f"at most {HEADER_CAP} bytes", seen=str(exc))
+        return False
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
+        findings.add(ARCHIVE_001, label, f"{label} cannot be unpacked: {type(exc).__name__}: {exc}",
+                     expected="a tar archive (plain, gzip, bzip2 or xz)", seen=type(exc).__name__)
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``SystemExit`` while inside, so ``finally`` blocks (temporary folders) run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM))}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def check_archive(path: Path, options, check_folder: Callable):
+    """``check_folder`` on the archive's content, unpacked into a temporary folder removed afterwards."""
+    from trainmark.checker.mlperf.results import ruleset_note
+    from trainmark.checker.verdict.result import Report
+
+    findings = Findings()
+    with signals_raise(), tempfile.TemporaryDirectory(prefix="trainmark-archive-") as tmp:
+        root = Path(tmp) / "unpacked"
+        root.mkdir()
+        if not unpack(path, root, findings):
+            report = Report(str(Path(path).resolve()), "archive", findings)
+            report.notes.append(ruleset_note(Path(path), options.mlperf_ruleset)[1])
+            report.notes.append(f"{path}: refused; nothing was unpacked")
+            return report
+        entries = list(root.iterdir())
+        if len(entries) == 1 and entries[0].is_dir() and entries[0].name not in DIVISIONS:
+            root = entries[0]  # one top folder (e.g. training_results_v4.0/): its name carries meaning
+        if not entries:
+            raise UserError(f"{path} is an empty archive")
+        report = check_folder(root, options)
+        report.notes.append(f"checked the content of {path}, unpacked into a temporary folder (removed)")
+        report.path = str(Path(path).resolve())
+        return report

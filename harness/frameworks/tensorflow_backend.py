@@ -1,0 +1,284 @@
+"""TensorFlow behind the framework seam (harness/frameworks/backend.py): a reference's Keras twin, one compiled
+training step, the reference's own evaluation, and weights saved as safetensors in the PyTorch layout.
+
+A twin (reference/keras_twins/) is what this trainer steps; it has
+- ``model``: a Keras model whose layers are named after the PyTorch reference's modules;
+- ``optimizer``: the reference's optimizer at the reference's own rates (``recipe.rate_table``);
+- ``clip_norm``: the global gradient norm clipped to before every step (None: no clipping);
+- ``inputs(*batch)``: a batch of the reference's ``train_batches`` as TensorFlow tensors;
+- ``loss(*inputs, training)``: (the loss logged, the objective differentiated);
+- whatever the reference's own ``evaluate`` calls on a PyTorch model (``model(images)``,
+  ``model.greedy(src, max_len)``, ``model(tokens, targets, state)``), taking and returning PyTorch
+  tensors, so that evaluation is the reference's code, not a copy;
+- optionally ``unrolled(example)``: a twin whose graph the FLOP count can read (recurrent layers
+  unrolled, data-dependent shapes fixed to ``example``'s).
+
+The data path is the reference's own: the same batches, in the same order for a seed, with the same
+augmentation as a PyTorch trial, read through tensorflow-datasets (reference/tfds_builders/), so that a
+comparison of the two frameworks compares the frameworks.
+
+Several ranks (torchrun, as for PyTorch): each rank steps its share of the global batch (the reference's
+``train_batches`` for its rank), and the gradients are averaged over the ranks through torch.distributed
+(gloo) before the global norm is clipped and the optimizer applied, as DistributedDataParallel does; the
+gradients cross from TensorFlow to torch.distributed as one flat numpy vector per step. Evaluation sums the
+reference's per-rank counts. One process keeps the single fused step.
+
+Scope today (issue 17): fp32, CPU, the benchmarks that the twin modules' ``MODELS`` name
+(``trainmark.rules.reference_code.TWINS``). Anything else is a clear error.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import keras
+import numpy as np
+
+from trainmark.errors import UserError
+from trainmark.harness.frameworks.distributed import Dist
+from trainmark.reference.keras_twins import weights as keras_weights
+from trainmark.reference.tf_import import tf  # first: it imports TensorFlow safely beside PyTorch
+from trainmark.rules import reference_code
+
+
+def twin_module(ref):
+    """The module of a reference's Keras twin; a UserError names the benchmarks that have one."""
+    from trainmark.harness.frameworks.backend import implements
+
+    implements("tensorflow", ref.name)
+    return importlib.import_module(reference_code.twin_module("tensorflow", ref.name))
+
+
+def keras_model(ref):
+    """The Keras twin's model of a reference, freshly initialised."""
+    return twin_module(ref).TWINS[ref.name].build_model(ref)
+
+
+class TensorFlowTrainer:
+    """A reference's Keras twin: built, stepped by one ``tf.function``, evaluated, saved."""
+
+    def __init__(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
+                 device: str, precision: str, dist: Dist = Dist(), *, count_flops: bool = True,
+                 schedule_steps: int = 100):
+        import torch
+
+        if precision != "fp32":
+            raise UserError("--framework tensorflow: only --precision fp32 for now")
+        self.ref, self.hp, self.data, self.dist = ref, hp, data, dist
+        keras.utils.set_random_seed(seed)
+        torch.manual_seed(seed)  # twins initialised from the PyTorch reference draw what a PyTorch trial draws
+        self.generator = torch.Generator().manual_seed(seed)  # the reference's batch order and augmentation
+        self.precision_used = "fp32"
+        self.local_batch = hp["global_batch_size"] // dist.world
+        self.samples_per_step = self.local_batch * dist.world
+        self.steps_per_epoch = ((ref.train_samples(data) // dist.world) // self.local_batch
+                                if data is not None else schedule_steps)
+        self.twin = twin_module(ref).TWINS[ref.name](ref, hp, self.steps_per_epoch, seed)
+        self.model = self.twin.model
+        self.twin.optimizer.build(self.model.trainable_variables)
+        compiled = lambda f: tf.function(f, jit_compile=False, reduce_retracing=True, autograph=False)  # noqa: E731
+        self._step = compiled(training_step(self.twin))
+        self._gradients, self._apply = compiled(gradients(self.twin)), compiled(apply_gradients(self.twin))
+        self._splits = None  # several ranks: the gradients' offsets in the all-reduced vector
+        self.steps = 0
+        self.loss = tf.constant(0.0)
+        self._nonfinite = False
+        self.structure = keras_weights.describe(self.model)
+        self.flops_per_step = self._count_flops() if count_flops else None
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        """The reference's batches of one epoch as TensorFlow tensors (the conversion is timed)."""
+        self._nonfinite = False
+        for batch in self.ref.train_batches(self.data, epoch, self.local_batch, self.generator,
+                                            self.dist.rank, self.dist.world):
+            yield self.prepare(batch)
+
+    def prepare(self, batch: Any) -> tuple:
+        """A batch as ``train_batches`` yields it, as ``step`` takes it: TensorFlow tensors."""
+        return self.twin.inputs(*batch)
+
+    def step(self, batch: Any, sync: bool = True) -> None:
+        """One training step. With several ranks: this rank's gradients, averaged over the ranks (skipped
+        with ``sync=False``, as ``trainmark scale`` times the compute alone), then clipped and applied."""
+        if self.dist.world == 1:
+            self.loss = self._step(*batch)
+        else:
+            self.loss, grads = self._gradients(*batch)
+            self._apply(self._averaged(grads) if sync else grads)
+        self.steps += 1
+
+    def _averaged(self, grads: list) -> list:
+        """The gradients' mean over the ranks: one flat vector through torch.distributed's all-reduce (an
+        embedding's sparse gradient made dense, as DistributedDataParallel all-reduces it)."""
+        import torch
+        import torch.distributed as torch_dist
+
+        arrays = [tf.convert_to_tensor(g).numpy() for g in grads]
+        if self._splits is None:  # where each variable's gradient ends in the flat vector: fixed per model
+            self._splits = np.cumsum([a.size for a in arrays])[:-1]
+        flat = torch.from_numpy(np.concatenate([a.reshape(-1) for a in arrays]))
+        torch_dist.all_reduce(flat, op=torch_dist.ReduceOp.SUM)
+        flat /= self.dist.world
+        return [tf.constant(part.reshape(a.shape)) for part, a in zip(np.split(flat.numpy(), self._splits), arrays)]
+
+    def loss_value(self) -> float:
+        value = float(self.loss.numpy())
+        self._nonfinite |= not np.isfinite(value)
+        return value
+
+    def diverged(self) -> bool:
+        """Whether the last step's loss is non-finite on any rank (checked when asked: one sync)."""
+        import torch
+
+        self.loss_value()
+        return self.dist.any(self._nonfinite, torch.device("cpu"))
+
+    def evaluate(self) -> float:
+        """The reference's own evaluation, with the twin standing in for the PyTorch model, its counts summed
+        over the ranks."""
+        import torch
+
+        sums = self.ref.evaluate(self.twin, self.data, "cpu", self.dist.rank, self.dist.world)
+        return self.ref.finalize_metric(*self.dist.sum(list(sums), torch.device("cpu")))
+
+    def save_weights(self, path: Path) -> None:
+        """The trained weights in the PyTorch reference's names and layouts, as safetensors (atomic)."""
+        from safetensors.numpy import save_file
+
+        from trainmark.files import write_atomic
+
+        arrays, _ = keras_weights.tensors(self.model, self.steps)
+        write_atomic(Path(path), lambda p: save_file(arrays, str(p)))
+
+    def _count_flops(self) -> int | None:
+        """FLOPs of one training step at the global batch, on the reference's synthetic batch (a twin with
+        recurrent layers is counted unrolled, a loop's body being a graph of its own; a twin whose work
+        depends on the data, the adaptive softmax's, is counted with the example batch's shapes fixed)."""
+        batch = self.hp["global_batch_size"]  # the whole step's work, over every rank (as PyTorch's count)
+        key = (self.ref.name, batch, type(self.twin).__name__)
+        if key not in _FLOPS:  # tracing an unrolled recurrent twin takes a minute: once per process
+            example = self.prepare(self.ref.synthetic_batch(batch))
+            twin = self.twin.unrolled(example) if hasattr(self.twin, "unrolled") else self.twin
+            _FLOPS[key] = step_flops(training_step(twin), example) or None
+        return _FLOPS[key]
+
+
+_FLOPS: dict[tuple, int | None] = {}  # (benchmark, batch, twin) -> FLOPs per step, counted in this process
+
+
+def training_step(twin) -> Callable:
+    """One training step of a twin: loss and gradients, the global norm clipped, the optimizer applied.
+    Traced without AutoGraph: its Python control flow is fixed when traced (AutoGraph, trying to convert
+    this closure, only warns that it cannot)."""
+    grads_of, apply = gradients(twin), apply_gradients(twin)
+
+    def step(*inputs):
+        loss, grads = grads_of(*inputs)
+        apply(grads)
+        return loss
+    return step
+
+
+def gradients(twin) -> Callable:
+    """(the loss logged, the gradients of the objective) on one batch: a step's first half."""
+    def compute(*inputs):
+        with tf.GradientTape() as tape:
+            loss, objective = twin.loss(*inputs, training=True)
+        return loss, tape.gradient(objective, twin.model.trainable_variables)
+    return compute
+
+
+def apply_gradients(twin) -> Callable:
+    """The global norm clipped, the optimizer applied: a step's second half (after the ranks' mean)."""
+    def apply(grads):
+        if twin.clip_norm is not None:
+            grads, _ = tf.clip_by_global_norm(grads, twin.clip_norm)
+        twin.optimizer.apply_gradients(zip(grads, twin.model.trainable_variables))
+    return apply
+
+
+def step_flops(train_step, example: tuple) -> int:
+    """FLOPs of one call of ``train_step`` on tensors shaped as ``example``: the convolutions and matmuls
+    (einsums included) of its traced graph that run, forward and gradients, counted as harness/measure/flops.py
+    counts PyTorch's (2 per multiply-add; a gradient kernel costs what its forward does). Ops whose
+    results nothing uses (the gradient of the input batch) are pruned when the graph runs and are not
+    counted. TensorFlow's own profiler counts the gradient kernels over the padded input and elementwise
+    ops besides, so it is not used. A recurrent layer's loop body is a graph of its own: trace an
+    unrolled twin instead."""
+    specs = [tf.TensorSpec(t.shape, t.dtype) for t in example]
+    graph = tf.function(train_step, autograph=False).get_concrete_function(*specs).graph
+    return sum(_op_flops(op) for op in _live_ops(graph))
+
+
+def _live_ops(graph) -> list:
+    """The ops of ``graph`` that its outputs or its side effects (stateful ops: variable updates) need."""
+    todo = [t.op for t in graph.outputs] + list(graph.control_outputs)
+    todo += [op for op in graph.get_operations() if op._is_stateful]  # noqa: SLF001 - TensorFlow's own flag
+    live: set = set()
+    while todo:
+        op = todo.pop()
+        if op in live:
+            continue
+        live.add(op)
+        todo.extend(t.op for t in op.inputs)
+        todo.extend(op.control_inputs)
+    return [op for op in graph.get_operations() if op in live]
+
+
+def _op_flops(op) -> int:
+    shape = lambda t: [int(d) for d in t.shape]  # noqa: E731
+    if op.type in ("Conv2D", "Conv2DBackpropInput"):  # 2 x output (or output-gradient) x kh x kw x in
+        kh, kw, cin, _ = shape(op.inputs[1])
+        return 2 * int(np.prod(shape(op.outputs[0] if op.type == "Conv2D" else op.inputs[2]))) * kh * kw * cin
+    if op.type == "Conv2DBackpropFilter":
+        kh, kw, cin, _ = shape(op.outputs[0])
+        return 2 * int(np.prod(shape(op.inputs[2]))) * kh * kw * cin
+    if op.type == "MatMul":
+        a, b = shape(op.inputs[0]), shape(op.inputs[1])
+        m, k = a[::-1] if op.get_attr("transpose_a") else a
+        n = b[0] if op.get_attr("transpose_b") else b[1]
+        return 2 * m * n * k
+    if op.type in ("BatchMatMulV2", "BatchMatMulV3"):
+        a, b = shape(op.inputs[0]), shape(op.inputs[1])
+        m, k = a[-1:-3:-1] if op.get_attr("adj_x") else a[-2:]
+        n = b[-2] if op.get_attr("adj_y") else b[-1]
+        return 2 * int(np.prod(shape(op.outputs[0])[:-2])) * m * n * k
+    if op.type == "Einsum" and len(op.inputs) == 2:  # 2 x the product of every index's size
+        labels = op.get_attr("equation").decode().split("->")[0].split(",")
+        sizes = {c: d for spec, t in zip(labels, op.inputs) for c, d in zip(spec, shape(t))}
+        return 2 * int(np.prod(list(sizes.values())))
+    return 0
+
+
+class TensorFlowBackend:
+    name = "tensorflow"
+
+    def __init__(self, device, precision: str, dist: Dist = Dist()):
+        if getattr(device, "type", str(device)) != "cpu":
+            raise UserError("--framework tensorflow: only --device cpu for now")
+        self.device, self.precision, self.dist = device, precision, dist
+
+    def load_data(self, ref, rules, data_dir: Path):
+        """The reference's data through tensorflow-datasets (the twin's builder): the same arrays, in the
+        same order, as the PyTorch reference's loader returns. With several ranks, each machine's local rank 0
+        builds the dataset while the others wait, then they read it (two builders of one dataset collide)."""
+        load = lambda: twin_module(ref).load_data(ref, rules, Path(data_dir))  # noqa: E731
+        if self.dist.world == 1:
+            return load()
+        if self.dist.local_rank == 0:
+            data = load()
+            self.dist.barrier()
+            return data
+        self.dist.barrier()
+        return load()
+
+    def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
+                **options) -> TensorFlowTrainer:
+        """``build_model`` (a PyTorch builder) is not used: the twin builds its Keras model (``--model``, a
+        PyTorch module, is refused before a TensorFlow run starts)."""
+        return TensorFlowTrainer(ref, lambda: keras_model(ref), hp, data, seed, self.device, self.precision,
+                                 self.dist, **options)
+
+    def precision_label(self) -> str:
+        return "fp32"

@@ -1,0 +1,185 @@
+"""One world size of ``trainmark scale``: every rank of a torchrun launch runs this.
+
+Three timed blocks, repeated and interleaved so that a slow spell on a shared machine hits
+all three alike: ``steps`` ordinary data-parallel steps (DDP, gradients all-reduced), ``steps``
+steps under ``DistributedDataParallel.no_sync`` (the same compute, no communication) and
+``steps`` all-reduces of one flat buffer of the gradients' size (the communication alone).
+A block is timed on each rank between a barrier and a device synchronisation; the slowest
+rank's time counts, since it gates the step. Each node's local rank 0 writes the same result file
+atomically (all ranks hold the gathered figures), so every node of a multi-node launch has them.
+
+With ``--allreduce-sizes`` the ranks also time all-reduces of several message sizes: the
+latency and bandwidth of the projection's ring model are fitted from those
+(``trainmark.harness.scale.projection.fit_link``).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+FORMAT = "trainmark-scale-point/1"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trainmark.harness.scale.worker", description=__doc__.splitlines()[0])
+    p.add_argument("--benchmark", help="required unless --only-allreduce")
+    p.add_argument("--result", type=Path, required=True, help="rank 0 writes the JSON here")
+    p.add_argument("--global-batch", type=int, help="required unless --only-allreduce")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--data", choices=["synthetic", "real"], default="synthetic")
+    p.add_argument("--data-dir", type=Path)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup-steps", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--allreduce-sizes", default="", help="comma-separated message sizes in bytes")
+    p.add_argument("--only-allreduce", action="store_true", help="time the all-reduce sizes only (trainmark ops)")
+    p.add_argument("--rules-version")
+    p.add_argument("--rules-dir", type=Path)
+    return p
+
+
+def _block(fn, n: int, sync, barrier) -> float:
+    """Seconds per call of ``fn`` over ``n`` calls on this rank, between a barrier and a sync."""
+    barrier()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / n
+
+
+def main(argv: list[str] | None = None) -> int:
+    from trainmark.errors import UserError
+
+    try:
+        return _main(argv)
+    except UserError as exc:  # one line per rank, which the launching `trainmark scale` quotes
+        import os
+        print(f"trainmark scale (rank {os.environ.get('RANK', 0)}): error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.only_allreduce and (not args.benchmark or not args.global_batch):
+        parser.error("--benchmark and --global-batch are required unless --only-allreduce")
+    import torch
+    import torch.distributed as tdist
+
+    from trainmark.files import write_json_atomic
+    from trainmark.harness.frameworks import distributed
+    from trainmark.harness.throughput.sweep import resolve_precision
+
+    device = torch.device(args.device)
+    dist = distributed.init(str(device))
+    if device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    barrier = dist.barrier
+    sizes = [int(s) for s in args.allreduce_sizes.split(",") if s.strip()]
+    result: dict = {"format": FORMAT, "world_size": dist.world, "torch_threads": torch.get_num_threads(),
+                    "backend": tdist.get_backend() if dist.world > 1 else None}
+    if not args.only_allreduce:
+        result.update(_measure_steps(args, dist, device, sync, barrier, torch, resolve_precision))
+    if sizes and dist.world > 1:
+        result["allreduce"] = _measure_allreduce(sizes, args, dist, device, sync, barrier, torch, tdist)
+    if dist.local_rank == 0:  # every node's first rank: the figures are gathered on all ranks, each node keeps them
+        write_json_atomic(args.result, result)
+    distributed.shutdown()
+    return 0
+
+
+def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) -> dict:
+    from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend
+    from trainmark.reference import registry
+    from trainmark.rules import LATEST_VERSION
+    from trainmark.rules.ruleset import get_rules
+
+    rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
+    ref = registry.for_rules(rules)
+    hp = {**rules.defaults(), "global_batch_size": args.global_batch}
+    local = args.global_batch // dist.world
+    resolve_precision(device, args.precision)  # refuses a precision other than fp32 or amp
+    # the training step `trainmark run` times (the framework seam), DDP-wrapped over the ranks; the same
+    # initial weights on every rank (DDP broadcasts them anyway)
+    trainer = PyTorchBackend(device, args.precision, dist).trainer(ref, ref.build_model, hp, None, seed=1234,
+                                                                   count_flops=False, schedule_steps=100)
+    model, label = trainer.model, trainer.precision_used
+    batches = _batches(ref, args, rules, local, dist, device, torch)
+
+    def step(synced: bool):
+        trainer.step(batches(), sync=synced)
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    grad_numel = sum(p.numel() for p in params)
+    grad_bytes = sum(p.numel() * p.element_size() for p in params)
+    flat = torch.zeros(grad_numel, dtype=params[0].dtype if params else torch.float32, device=device)
+
+    def allreduce():
+        if dist.world > 1:
+            torch.distributed.all_reduce(flat)
+
+    for _ in range(args.warmup_steps):
+        step(True)
+    synced, compute, comm = [], [], []
+    for _ in range(args.repeats):
+        synced.append(_block(lambda: step(True), args.steps, sync, barrier))
+        if dist.world > 1:  # in a world of one both blocks are the same work: the step is the compute
+            compute.append(_block(lambda: step(False), args.steps, sync, barrier))
+            comm.append(_block(allreduce, args.steps, sync, barrier))
+    compute, comm = compute or synced, comm or [0.0]
+    mine = [statistics.median(synced), statistics.median(compute), statistics.median(comm)]
+    per_rank = _gather(mine, dist, device, torch)
+    step_s, compute_s, comm_s = (max(r[i] for r in per_rank) for i in range(3))
+    return {
+        "benchmark": rules.name, "data": args.data, "precision_used": label, "device": str(device),
+        "global_batch": args.global_batch, "local_batch": local, "steps": args.steps, "repeats": args.repeats,
+        "warmup_steps": args.warmup_steps, "parameter_count": grad_numel, "gradient_bytes": grad_bytes,
+        "step_s": step_s, "compute_s": compute_s, "comm_s": comm_s,
+        "exposed_comm_s": max(0.0, step_s - compute_s), "samples_per_s": args.global_batch / step_s,
+        "per_rank": [{"rank": i, "step_s": r[0], "compute_s": r[1], "comm_s": r[2]} for i, r in enumerate(per_rank)],
+    }
+
+
+def _batches(ref, args, rules, local: int, dist, device, torch):
+    """Synthetic: one device-resident batch reused (no input pipeline). Real: this rank's share, cycled."""
+    from trainmark.harness.throughput.sweep import batch_source
+
+    data = None
+    if args.data != "synthetic":
+        from trainmark.rules.datasets import resolve_data_dir
+
+        data = ref.load_data(resolve_data_dir(rules, args.data_dir))
+    return batch_source(ref, device, local, data, seed=1234, rank=dist.rank, world=dist.world)
+
+
+def _gather(values: list[float], dist, device, torch) -> list[list[float]]:
+    """Every rank's values, in rank order (a world of one: just ours)."""
+    if dist.world == 1:
+        return [values]
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    out = [torch.zeros_like(t) for _ in range(dist.world)]
+    torch.distributed.all_gather(out, t)
+    return [o.tolist() for o in out]
+
+
+def _measure_allreduce(sizes, args, dist, device, sync, barrier, torch, tdist) -> list[dict]:
+    rows = []
+    for nbytes in sizes:
+        buf = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=device)
+        for _ in range(2):
+            tdist.all_reduce(buf)
+        times = [_block(lambda: tdist.all_reduce(buf), args.steps, sync, barrier) for _ in range(args.repeats)]
+        slowest = _gather([statistics.median(times)], dist, device, torch)
+        rows.append({"bytes": buf.numel() * 4, "seconds": max(r[0] for r in slowest)})
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The ``trainmark`` command: each subcommand lives in the module that does its job.
+
+A command module exposes ``register(subparsers)``, which adds its parser and sets
+``func`` to a callable taking the parsed arguments and returning an exit status.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from trainmark import __version__
+from trainmark.errors import UserError
+
+# Adding a command means adding its module here.
+COMMAND_MODULES = [
+    "trainmark.cli.run",      # run, list, calibrate
+    "trainmark.cli.rules",            # rules list|show|docs, data verify
+    "trainmark.cli.check",          # check
+    "trainmark.cli.package",  # package
+    "trainmark.cli.ops",      # ops, sweep
+    "trainmark.cli.report",           # report, compare, table
+    "trainmark.cli.scale",    # scale
+]
+
+
+USER_DESCRIPTION = """\
+Time-to-quality training benchmarks and a compliance checker for AI accelerators.
+
+  trainmark list                          the benchmarks, their data and quality targets
+  trainmark run resnet-mini --submitter X train to the target, trial after trial
+  trainmark check submission/             validate a result folder and recompute its scores
+
+'trainmark COMMAND --help' explains a command; docs/ in the package explains the formats."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainmark", description=USER_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"trainmark {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a real missing dependency, not a command still to come
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from trainmark.leftovers import remove_empty_inductor_cache_at_exit
+    from trainmark.outputs import robust_stdio
+
+    robust_stdio()  # an odd byte in a name is escaped, never a UnicodeEncodeError
+    remove_empty_inductor_cache_at_exit()  # torch creates it at import; trainmark never compiles
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        from trainmark.checker.verdict.findings import printable  # one line, whatever names the message quotes
+
+        print(f"trainmark {args.command}: error: {printable(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"trainmark {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # the environment, not a bug: disk full, a folder not writable, a path too long
+        from trainmark.checker.verdict.findings import printable
+        from trainmark.outputs import os_error_line
+
+        print(f"trainmark {args.command}: error: {printable(os_error_line(exc))}", file=sys.stderr)
+        return 2

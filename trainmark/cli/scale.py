@@ -1,0 +1,138 @@
+"""``trainmark scale``: the distributed saturation curve and its projection (harness/scale/saturation.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainmark.errors import UserError
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise UserError(f"{flag} {text!r}: expected comma-separated integers, e.g. 1,2,4") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{flag} {text!r}: every value must be a positive integer")
+    return values
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scale", help="throughput, efficiency and saturation over world sizes (torchrun), "
+                                     "and a projection to thousands of accelerators")
+    p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
+    p.add_argument("--nproc", default="1,2,4",
+                   help="processes per node, one torchrun launch each (default: %(default)s)")
+    p.add_argument("--nnodes", type=int, default=1, help="nodes; run the same command on each (default: 1)")
+    p.add_argument("--node-rank", type=int, default=0, help="this node's rank when --nnodes > 1")
+    p.add_argument("--rdzv-endpoint", help="HOST:PORT of node 0 (c10d rendezvous) when --nnodes > 1")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (each rank takes the GPU of its local rank)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "amp"], help="fp32 (default) or amp")
+    p.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
+                   help="synthetic: one resident batch (no input pipeline, no network); real: the dataset")
+    p.add_argument("--data-dir", type=Path, help="dataset folder for --data real (default: the rules' location)")
+    p.add_argument("--batch-size", type=int, help="global batch size (default: the rules')")
+    p.add_argument("--steps", type=int, default=5, help="steps per timed block (default: %(default)s)")
+    p.add_argument("--warmup-steps", type=int, default=2, help="untimed steps before measuring (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=3, help="timed blocks per kind; medians count (default: %(default)s)")
+    p.add_argument("--min-gain", type=float, default=0.05,
+                   help="saturation: the next world size adds less than this fraction (default: %(default)s)")
+    p.add_argument("--link-bandwidth-gbs", type=float, help="projection: per-link bandwidth, GB/s (default: fitted)")
+    p.add_argument("--link-latency-us", type=float, help="projection: per-hop latency, microseconds")
+    p.add_argument("--link-from", type=Path, metavar="ALLREDUCE_JSON",
+                   help="projection: the link of a `trainmark ops --op allreduce --json` report")
+    p.add_argument("--overlap", type=float, default=0.0,
+                   help="projection: fraction of a compute time that hides all-reduce (0..1, default: %(default)s)")
+    p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))),
+                   help="world sizes to project with the model (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("scale"), help="output folder (default: %(default)s)")
+    p.add_argument("--no-plots", action="store_true", help="write JSON and CSV only, no scale.png")
+    p.add_argument("--rules-version", help="rules version (default: the latest)")
+    p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
+    p.set_defaults(func=cmd_scale)
+
+
+def settings_from_args(args):
+    """Validated settings; every refusal happens here, before torchrun starts."""
+    from trainmark.harness.scale import projection as scale_model
+    from trainmark.harness.scale import saturation as scale
+    from trainmark.rules import LATEST_VERSION
+    from trainmark.rules.ruleset import get_rules
+
+    rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
+    from trainmark.reference import registry
+    registry.for_rules(rules)  # an unknown reference fails here, not in every rank
+    if args.precision not in rules.precisions:
+        raise UserError(f"--precision {args.precision}: {rules.name} allows {', '.join(rules.precisions)}")
+    nprocs = _ints(args.nproc, "--nproc")
+    if args.nnodes < 1 or not 0 <= args.node_rank < args.nnodes:
+        raise UserError(f"--nnodes {args.nnodes} --node-rank {args.node_rank}: need nnodes >= 1 and "
+                        "0 <= node-rank < nnodes")
+    if args.steps < 1 or args.warmup_steps < 0 or args.repeats < 1:
+        raise UserError("--steps and --repeats must be >= 1, --warmup-steps >= 0")
+    if not 0 <= args.min_gain < 1 or not 0 <= args.overlap <= 1:
+        raise UserError("--min-gain must lie in [0, 1) and --overlap in [0, 1]")
+    batch = args.batch_size or int(rules.defaults()["global_batch_size"])
+    if batch < 1:
+        raise UserError(f"--batch-size {batch}: must be positive")
+    link = None
+    if (args.link_bandwidth_gbs is None) != (args.link_latency_us is None):
+        raise UserError("give both --link-bandwidth-gbs and --link-latency-us, or neither (then they are fitted)")
+    if args.link_from is not None:
+        if args.link_bandwidth_gbs is not None:
+            raise UserError("--link-from and --link-bandwidth-gbs/--link-latency-us: give one source of the link")
+        link = scale.read_link(args.link_from)
+    if args.link_bandwidth_gbs is not None:
+        try:
+            link = scale_model.Link(args.link_latency_us * 1e-6, args.link_bandwidth_gbs * 1e9,
+                                    "given on the command line")
+        except ValueError as exc:
+            raise UserError(f"--link-*: {exc}") from None
+    s = scale.ScaleSettings(
+        benchmark=rules.name, nprocs=nprocs, global_batch=batch, nnodes=args.nnodes, node_rank=args.node_rank,
+        rdzv_endpoint=args.rdzv_endpoint, device=args.device, precision=args.precision, data=args.data,
+        data_dir=args.data_dir, steps=args.steps, warmup_steps=args.warmup_steps, repeats=args.repeats,
+        min_gain=args.min_gain, rules_version=rules.version, rules_dir=args.rules_dir, timeout_s=args.timeout,
+        link=link, overlap=args.overlap, project_sizes=_ints(args.project_sizes, "--project-sizes"))
+    scale.check_world_sizes(s.global_batch, s.nprocs, s.nnodes)
+    if s.nnodes > 1 and not s.rdzv_endpoint:
+        raise UserError("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (node 0's address, the same on every node)")
+    return s
+
+
+def cmd_scale(args, entry: list[str] | None = None) -> int:
+    from trainmark.harness.scale import saturation as scale
+
+    s = settings_from_args(args)
+    print(f"scale {s.benchmark}: world sizes {[n * s.nnodes for n in s.nprocs]}, global batch {s.global_batch}, "
+          f"{s.data} data, {s.device}", flush=True)
+    result = scale.run_scale(s, entry, progress=lambda p: print(
+        f"  world {p['world_size']}: {p['status']}" + (f", {p['samples_per_s']:.4g} samples/s" if p["samples_per_s"]
+                                                         else f" ({p['error']})"), flush=True))
+    paths = scale.write_outputs(result, args.out, plots=not args.no_plots)
+    print(scale.format_summary(result))
+    for label, path in paths.items():
+        if path:
+            print(f"{label}: {path}")
+    return 0 if all(p["status"] in ("ok", "elsewhere") for p in result["points"]) else 1
+
+
+def cmd_allreduce(args, op_list: list[str], entry: list[str] | None = None) -> int:
+    """``trainmark ops --op allreduce [--nproc N] [--json FILE]``: all-reduce timings and the fitted ring link."""
+    import json
+    import sys
+
+    from trainmark.harness.scale import saturation as scale
+    from trainmark.outputs import is_stdout, write_output
+
+    if op_list != ["allreduce"]:
+        raise UserError(f"--op {','.join(op_list)}: allreduce runs alone (it launches torchrun); "
+                        "measure matmul, conv2d and memory in a separate call")
+    if args.repeats is not None and args.repeats < 1:
+        raise UserError("--repeats must be at least 1")
+    report = scale.measure_allreduce(args.nproc, args.device, steps=3 if args.quick else 5,
+                                     repeats=args.repeats or (2 if args.quick else 3), entry=entry)
+    print(scale.format_allreduce(report), file=sys.stderr if is_stdout(args.json_path) else sys.stdout)
+    if args.json_path:
+        write_output(args.json_path, json.dumps(report, indent=2) + "\n", "--json")
+    return 0
