@@ -101,7 +101,7 @@ def run_trial(cfg: TrialConfig, ref, data, backend: Backend, timeline: Timeline,
     """Train one trial; every outcome is returned as a result, Ctrl-C re-raised after logging."""
     meter, dist, progress = timeline.meter, backend.dist, progress or TrialProgress(False)
     res = TrialResult(energy_method=meter.method, energy_reason=meter.reason,
-                      energy_scope=getattr(meter, "scope", None))
+                      energy_scope=meter.scope)
     outcome, trainer = _Outcome(res, dist), None
     with outcome:
         with timeline.window("init", header=_header(cfg)) as init:
@@ -213,7 +213,7 @@ def domain_energies(meter, run: Window, eval_windows: list[Window]) -> dict | No
     total = run.domain_joules()
     if total is None:
         return None
-    described = meter.describe() if hasattr(meter, "describe") else {}
+    described = meter.describe()
     evals = [w.domain_joules() or {} for w in eval_windows]
     out = {}
     for name, joules in total.items():
@@ -240,7 +240,7 @@ def _settings(cfg: TrialConfig, ref, data, trainer: Trainer, res: TrialResult, m
             (mllog.MODEL_FINGERPRINT, trainer.structure["fingerprint"]),
             (mllog.PARAMETER_COUNT, trainer.structure["parameter_count"]),
             (mllog.FLOPS_PER_STEP, res.flops_per_step), (mllog.ENERGY_METHOD, res.energy_method),
-            (mllog.ENERGY_SCOPE, res.energy_scope), (mllog.ENERGY_DOMAINS, getattr(meter, "describe", dict)())]
+            (mllog.ENERGY_SCOPE, res.energy_scope), (mllog.ENERGY_DOMAINS, meter.describe())]
 
 
 class _Outcome:

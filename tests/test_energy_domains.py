@@ -156,3 +156,31 @@ def test_rapl_psys_is_reported_but_never_added_to_the_packages(tmp_path):
     r = m.readings()
     assert r.total == pytest.approx(1.0) and r.domains["psys"] == pytest.approx(3.0)
     m.stop()
+
+
+def test_every_meter_implements_the_whole_protocol(tmp_path):
+    """The trial loop, the windows and the telemetry call every member of ``Meter``: no meter lacks one."""
+    from trainmark.harness.measure.nodes import NodeSumMeter
+
+    root = make_powercap(tmp_path / "powercap", packages=((0, 10 ** 9),))
+    meters = [energy.open_meter("cpu", rapl_root=root, ipmitool=False), energy.NullMeter("none"),
+              energy.TdpEstimateMeter(10.0), energy.open_meter("cpu", rapl_root=tmp_path / "none", ipmitool=False)]
+    assert [type(m).__name__ for m in meters] == ["CompositeMeter", "NullMeter", "TdpEstimateMeter", "NullMeter"]
+    assert all(isinstance(m, energy.Meter) for m in meters)
+    assert issubclass(NodeSumMeter, energy.MeterBase)
+
+
+def test_a_meter_without_domains_reads_its_total_alone():
+    class Fixed(energy.MeterBase):
+        method = energy.MEASURED_COUNTER
+
+        def joules(self):
+            return 5.0
+
+    m = Fixed()
+    assert isinstance(m, energy.Meter)
+    assert m.readings() == energy.Reading(5.0, {}) and m.describe() == {} and m.scope is None
+    assert list(m.domains) == [] and list(m.meters) == []
+    estimate = energy.TdpEstimateMeter(10.0, clock=lambda: 3.0)
+    estimate.start()
+    assert estimate.readings().domains == {} and estimate.describe() == {} and estimate.scope == "estimate"

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainmark.cli import main
-from trainmark.harness.measure.energy import NullMeter
+from trainmark.harness.measure.energy import MeterBase, NullMeter
 from trainmark.harness.measure.peaks import DevicePeak
 from trainmark.harness.throughput import oom, sweep
 from trainmark.harness.throughput import sweep_output as sweep_report
@@ -46,7 +46,7 @@ class TinyRef:
 TINY_FLOPS_PER_SAMPLE = 2 * 2 * 32 * 64 + 3 * 2 * 64 * 10   # layer 1: fwd + weight grad; layer 2: + input grad
 
 
-class FakeMeter:
+class FakeMeter(MeterBase):
     """10 J per reading: energy grows with every window boundary, like a counter."""
 
     method, reason = "measured-counter", None

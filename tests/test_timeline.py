@@ -2,6 +2,7 @@
 import pytest
 
 from trainmark.format import mllog
+from trainmark.harness.measure.energy import MeterBase
 from trainmark.harness.measure.windows import Monitor
 from trainmark.harness.timeline import Timeline
 
@@ -14,7 +15,7 @@ class Clock:
         return self.t
 
 
-class Meter:
+class Meter(MeterBase):
     """10 W on the fake clock."""
     method, reason = "measured-counter", None
 

@@ -10,6 +10,7 @@ from trainmark.errors import UserError
 from trainmark.format import epochlog
 from trainmark.format.mllog import TrialLogWriter
 from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend
+from trainmark.harness.measure.energy import MeterBase
 from trainmark.harness.measure.windows import Monitor
 from trainmark.harness.run import RunOptions, run_benchmark
 from trainmark.harness.timeline import Timeline
@@ -17,7 +18,7 @@ from trainmark.harness.trial import TrialConfig, run_trial
 from trainmark.rules import get_rules
 
 
-class FakeMeter:
+class FakeMeter(MeterBase):
     """100 W exactly, on the fake clock."""
 
     method, reason = "measured-counter", None

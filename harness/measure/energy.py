@@ -7,9 +7,11 @@ Meters here: NVML (NVIDIA GPUs), amdsmi (AMD GPUs), Linux powercap RAPL (CPU pac
 DRAM, Intel and AMD), IPMI DCMI through ``ipmitool`` (node power at the wall).
 
 ``open_meter`` combines what the node offers into a ``CompositeMeter``, which every caller
-uses through the small ``Meter`` protocol: ``start()``, ``joules()`` (the total, or ``None``),
-``readings()`` (the total and every domain from one read), ``stop()``, plus ``method``,
-``reason``, ``scope`` and ``domains``. What the total covers is its ``scope``: the node meter
+uses through the ``Meter`` protocol: ``start()``, ``joules()`` (the total, or ``None``),
+``readings()`` (the total and every domain from one read), ``describe()`` (each domain's
+method), ``stop()``, plus ``method``, ``reason``, ``scope``, ``domains`` and ``meters`` (the
+domain meters it combines). Every meter implements all of it (``MeterBase`` holds the defaults
+of a meter without domains), so no caller probes for a member. What the total covers is its ``scope``: the node meter
 when there is one (it already includes everything else), otherwise the sum of the GPU, CPU
 package and DRAM domains. An energy that was not measured is ``None`` with a reason, never 0;
 a domain that fails mid-run turns ``None`` from then on, with the reason recorded.
@@ -24,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from trainmark.format.labels import EnergyMethod
 
@@ -68,26 +70,31 @@ class Reading:
     domains: dict[str, float | None] = field(default_factory=dict)
 
 
+@runtime_checkable
 class Meter(Protocol):
-    """What the trial loop, the telemetry sampler and multi-node aggregation call."""
+    """What the trial loop, the measurement windows, the telemetry sampler and multi-node aggregation call."""
 
-    method: str
-    reason: str | None
+    method: str                 # the weakest method of what the total covers (trainmark.format.labels)
+    reason: str | None          # why the total is an estimate, unmeasured, or lost a domain
+    scope: str | None           # what the total covers ('gpu0+package-0', 'node', 'estimate'); None: no total
+    domains: Sequence[Domain]   # every domain, measured or not (empty: the meter has no domains)
+    meters: Sequence            # the domain meters combined (the telemetry reads their GPUs); empty: none
 
     def start(self) -> None: ...
     def joules(self) -> float | None: ...
+    def readings(self) -> Reading: ...            # the total and every domain, from one read
+    def describe(self) -> dict[str, dict]: ...    # per domain: kind, method, resolution, reason, in_total
     def stop(self) -> None: ...
 
 
-class NullMeter:
-    """Nothing measured: every reading is ``None`` and the reason says why."""
+class MeterBase:
+    """The defaults of a meter without domains (an estimate, the sum over nodes, a test's fake): its
+    readings are the total alone, it describes no domain and combines no domain meter."""
 
-    method = UNAVAILABLE
-    scope = None
-
-    def __init__(self, reason: str, domains: list[Domain] | None = None):
-        self.reason = reason
-        self.domains = domains or []
+    scope: str | None = None
+    reason: str | None = None
+    domains: Sequence[Domain] = ()
+    meters: Sequence = ()
 
     def start(self) -> None:
         pass
@@ -96,13 +103,29 @@ class NullMeter:
         return None
 
     def readings(self) -> Reading:
+        return Reading(self.joules(), {})
+
+    def describe(self) -> dict[str, dict]:
+        return {}
+
+    def stop(self) -> None:
+        pass
+
+
+class NullMeter(MeterBase):
+    """Nothing measured: every reading is ``None`` and the reason says why."""
+
+    method = UNAVAILABLE
+
+    def __init__(self, reason: str, domains: list[Domain] | None = None):
+        self.reason = reason
+        self.domains = domains or []
+
+    def readings(self) -> Reading:
         return Reading(None, {d.name: None for d in self.domains})
 
     def describe(self) -> dict[str, dict]:
         return {d.name: {**d.describe(), "in_total": False} for d in self.domains}
-
-    def stop(self) -> None:
-        pass
 
 
 class _Poller:
@@ -548,12 +571,11 @@ class CompositeMeter:
         return {d.name: {**d.describe(), "in_total": d.name in self.in_scope} for d in self.domains}
 
 
-class TdpEstimateMeter:
+class TdpEstimateMeter(MeterBase):
     """A labelled estimate, ``watts`` × elapsed time; only when the user asks for it."""
 
     method = ESTIMATED
     scope = "estimate"
-    domains: list[Domain] = []
 
     def __init__(self, watts: float, clock: Callable[[], float] = time.monotonic):
         if watts <= 0:
@@ -567,12 +589,6 @@ class TdpEstimateMeter:
 
     def joules(self) -> float | None:
         return self.watts * (self._clock() - self._t0)
-
-    def readings(self) -> Reading:
-        return Reading(self.joules(), {})
-
-    def stop(self) -> None:
-        pass
 
 
 def cuda_uuids(torch_indices: list[int]) -> list[int | str]:

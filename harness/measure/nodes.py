@@ -32,8 +32,9 @@ def topology(dist) -> tuple[int, int, int]:
     return nnodes, node, local_world
 
 
-class NodeSumMeter:
-    """The sum of every node's meter; ``joules()`` must be called by all ranks together."""
+class NodeSumMeter(energy.MeterBase):
+    """The sum of every node's meter; ``joules()`` and ``readings()`` must be called by all ranks together.
+    It has no domains of its own: each node's reading is in ``per_node``."""
 
     def __init__(self, local, dist, device, nnodes: int, node: int):
         import torch
@@ -44,7 +45,7 @@ class NodeSumMeter:
         # NCCL reduces device tensors only; gloo host tensors
         self._device = device if tdist.get_backend() == "nccl" else torch.device("cpu")
         self.per_node: list[float | None] = [None] * nnodes
-        mine = (node, local.method, local.reason, getattr(local, "scope", None)) if local is not None else None
+        mine = (node, local.method, local.reason, local.scope) if local is not None else None
         gathered: list[Any] = [None] * dist.world
         tdist.all_gather_object(gathered, mine)
         nodes = sorted({g for g in gathered if g is not None})

@@ -49,7 +49,7 @@ class EnergyPower:
 
     def __init__(self, meter, clock: Callable[[], float] = time.perf_counter):
         self.meter, self._clock = meter, clock
-        self.names = [d.name for d in getattr(meter, "domains", []) if not d.reason]
+        self.names = [d.name for d in meter.domains if not d.reason]
         self.columns = [f"{n}.power_w" for n in self.names]
         self._last: tuple[float, dict] | None = None
 
@@ -281,9 +281,9 @@ def sources_for(meter, sys_root: str | Path = "/sys", clock: Callable[[], float]
     from trainmark.harness.measure import energy
 
     sources: list = []
-    if hasattr(meter, "readings") and getattr(meter, "domains", None):
+    if meter.domains:
         sources.append(EnergyPower(meter, clock))
-    for m in getattr(meter, "meters", []):
+    for m in meter.meters:
         names = [d.name for d in m.domains]
         if isinstance(m, energy.NvmlMeter):
             sources.append(NvmlTelemetry(m.nvml, m.handles, names))

@@ -69,10 +69,7 @@ class Monitor:
 
     def _now(self) -> tuple[float, float | None, dict | None]:
         self.sync()
-        readings = getattr(self.meter, "readings", None)  # domain meters: total and domains from one read
-        if readings is None:
-            return self.clock(), self.meter.joules(), None
-        now, reading = self.clock(), readings()
+        now, reading = self.clock(), self.meter.readings()  # the total and every domain from one read
         return now, reading.total, dict(reading.domains) if reading.domains else None
 
     def begin_window(self, name: str) -> Mark:
