@@ -41,8 +41,6 @@ from trainmark.reference import registry
 from trainmark.rules import LATEST_VERSION, get_rules
 from trainmark.rules.datasets import resolve_data_dir, verify_for
 
-NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
-
 
 @dataclass
 class RunOptions:
@@ -135,7 +133,8 @@ def resolve_hparams(rules, opts: RunOptions) -> dict[str, Any]:
 
 def has_results(bench_dir: Path) -> bool:
     return bench_dir.is_dir() and any(
-        p.name == layout.EPOCHS_LOG or p.name.startswith(("result_", "trial_")) for p in bench_dir.iterdir())
+        p.name == layout.EPOCHS_LOG or p.name.startswith((layout.RESULT_PREFIX, layout.TRIAL_PREFIX))
+        for p in bench_dir.iterdir())
 
 
 def read_trial_json(bench_dir: Path, k: int) -> dict[str, Any] | None:
@@ -220,7 +219,7 @@ def archive_attempt(bench_dir: Path, k: int) -> Path | None:
 
 def leftover_trials(bench_dir: Path, start_at: int) -> list[int]:
     """Trial numbers >= ``start_at`` that left files behind (to be archived, not overwritten)."""
-    pattern = re.compile(r"(?:result_(\d+)\.txt|trial_(\d+))")  # any number, unlike layout's: leave nothing behind
+    pattern = layout.ANY_TRIAL_NAME  # any number, unlike RESULT_FILE and TRIAL_DIR: leave nothing behind
     found = {int(m.group(1) or m.group(2)) for p in bench_dir.iterdir() if (m := pattern.fullmatch(p.name))}
     log = bench_dir / layout.EPOCHS_LOG
     lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
@@ -314,7 +313,7 @@ def prepare(opts: RunOptions) -> Prepared:
     if opts.precision not in rules.precisions:
         raise UserError(f"--precision {opts.precision}: {rules.name} allows {', '.join(rules.precisions)}")
     for label, value in (("--submitter", opts.submitter), ("--system-name", opts.system_name)):
-        if value is not None and not NAME.match(value):
+        if value is not None and layout.name_refusal(value, max_len=layout.RUN_NAME_MAX):
             raise UserError(f"{label} {value!r}: use letters, digits, '.', '_' and '-' only")
     framework.available(opts.framework)
     framework.implements(opts.framework, rules.name)

@@ -110,3 +110,37 @@ def test_checking_a_folder_loads_no_harness_code(clean_submission):
             "print(report.exit_code == 0, sorted(m for m in sys.modules if m.startswith('trainmark.harness')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[-1] == "[]", out  # (the check itself fails conformity: the fixture's model is not resnet-mini's)
+
+
+def test_one_folder_name_rule_with_each_callers_limits():
+    from trainmark.cli.arguments import folder_name
+    from trainmark.errors import UserError
+    from trainmark.harness.measure.system import default_system_name
+
+    for bad in ("", "a b", "a/b", "x\n", "é", "a\\b"):
+        assert layout.name_refusal(bad), bad
+    for good in ("closed", "a.b_c-1", "...", "x" * 500):  # the checker: any length, even dots only
+        assert layout.name_refusal(good) is None, good
+    assert layout.name_refusal("x" * 101, max_len=100) and not layout.name_refusal("x" * 100, max_len=100)
+    assert layout.name_refusal("..", dots=False) and layout.name_refusal(".", dots=False)
+    assert layout.name_refusal(".a", dots=False) is None
+    for bad in (".", "..", "...", "x" * 129, "a b", "x\n"):  # the command line: 1-128, not dots only
+        with pytest.raises(UserError, match="it names a folder"):
+            folder_name(bad, "--submitter")
+    folder_name("x" * 128, "--submitter")
+    folder_name("a.b_c-1", "--system-name")
+    assert layout.to_name("8x NVIDIA H200 (SXM)/x") == "8x-NVIDIA-H200-SXM-x"
+    assert default_system_name({"accelerators_per_node": "1", "accelerator_model_name": "é" * 300}) == "1x"
+    assert len(layout.to_name("a" * 300)) == layout.RUN_NAME_MAX
+
+
+def test_run_keeps_its_own_name_limit():
+    from pathlib import Path
+
+    from trainmark.errors import UserError
+    from trainmark.harness import run
+
+    rules = Path(__file__).parent / "rules"
+    for bad in ("x" * 101, "a b", "x\n"):  # trainmark run (the Python API too): at most 100 characters
+        with pytest.raises(UserError, match="use letters, digits"):
+            run.prepare(run.RunOptions("tiny-test", submitter=bad, rules_version="1.0", rules_dir=rules))

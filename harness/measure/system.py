@@ -20,7 +20,7 @@ import jsonschema
 
 from trainmark import __version__
 from trainmark.errors import UserError
-from trainmark.format import schema
+from trainmark.format import layout, schema
 
 SCHEMA_PATH = schema.path(schema.SYSTEM)  # the result format's (trainmark/format/schema/)
 
@@ -186,4 +186,4 @@ def default_system_name(desc: dict[str, Any]) -> str:
         name = f"{desc['accelerators_per_node']}x{desc['accelerator_model_name']}"
     else:
         name = f"{desc['host_processor_core_count']}xcpu-{desc['host_processor_model_name']}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:100]
+    return layout.to_name(name, layout.RUN_NAME_MAX)

@@ -8,21 +8,19 @@ a NaN ``--hparam``, a missing ``--rules-dir``, an unwritable ``--json`` or ``--o
 from __future__ import annotations
 
 import math
-import re
 import tempfile
 from pathlib import Path
 
 from trainmark.errors import UserError
+from trainmark.format import layout
 from trainmark.harness.frameworks import backend as framework
 from trainmark.outputs import ensure_writable
-
-NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")  # the checker's LAYOUT-005 rule for folder names
 
 
 def folder_name(value: str | None, flag: str) -> None:
     if value is None:
         return
-    if not NAME.match(value) or set(value) == {"."}:
+    if layout.name_refusal(value, max_len=layout.CLI_NAME_MAX, dots=False):  # the checker's LAYOUT-005 rule, and more
         raise UserError(f"{flag} {value!r}: use 1-128 of [A-Za-z0-9._-], not '.' or '..' (it names a folder)")
 
 
