@@ -60,6 +60,19 @@ def write_output(dest: Any, text: str, flag: str) -> None:
         raise UserError(f"{flag} {dest}: cannot write: {exc.strerror or exc}") from None
 
 
+
+def emit(text: str, out: Any) -> None:
+    """``text`` to standard output when ``out`` is None, else atomically to the file ``out``."""
+    if out is None:
+        sys.stdout.write(text)
+        return
+    from trainmark.files import write_atomic
+
+    try:
+        write_atomic(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+
 def csv_cell(value: Any) -> Any:
     """``value`` safe for a spreadsheet: text that would start a formula gets a leading apostrophe."""
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):

@@ -1,4 +1,4 @@
-"""The ``trainmark`` command: each subcommand lives in the module that does its job.
+"""The ``trainmark`` command: one module per command in this package (``trainmark.cli.NAME``).
 
 A command module exposes ``register(subparsers)``, which adds its parser and sets
 ``func`` to a callable taking the parsed arguments and returning an exit status.
@@ -12,15 +12,21 @@ import sys
 from trainmark import __version__
 from trainmark.errors import UserError
 
-# Adding a command means adding its module here.
+# Adding a command means adding its module here (one module per command, in `trainmark --help`'s order).
 COMMAND_MODULES = [
-    "trainmark.cli.run",      # run, list, calibrate
-    "trainmark.cli.rules",            # rules list|show|docs, data verify
-    "trainmark.cli.check",          # check
-    "trainmark.cli.package",  # package
-    "trainmark.cli.ops",      # ops, sweep
-    "trainmark.cli.report",           # report, compare, table
-    "trainmark.cli.scale",    # scale
+    "trainmark.cli.run",
+    "trainmark.cli.list",
+    "trainmark.cli.calibrate",
+    "trainmark.cli.rules",      # rules list|show|docs|compliance|code-hashes
+    "trainmark.cli.data",       # data verify|prepare
+    "trainmark.cli.check",
+    "trainmark.cli.package",
+    "trainmark.cli.ops",        # ops, and ops --op allreduce
+    "trainmark.cli.sweep",
+    "trainmark.cli.report",
+    "trainmark.cli.compare",
+    "trainmark.cli.table",
+    "trainmark.cli.scale",
 ]
 
 

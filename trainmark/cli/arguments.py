@@ -1,4 +1,5 @@
-"""Argument checks for ``run``, ``calibrate``, ``sweep``, ``ops`` and the rules commands, before any work.
+"""Arguments that several commands share, and the checks of ``run``, ``calibrate``, ``sweep``, ``ops`` and
+the rules commands before any work.
 
 Each check raises ``UserError`` (one line, exit 2) for a value that used to be
 silently wrong or to end in a traceback after minutes of measuring: ``--trials 0``,
@@ -7,14 +8,21 @@ a NaN ``--hparam``, a missing ``--rules-dir``, an unwritable ``--json`` or ``--o
 """
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainmark.errors import UserError
 from trainmark.format import layout
 from trainmark.harness.frameworks import backend as framework
+from trainmark.harness.measure.telemetry import parse_hz as telemetry_hz  # stdlib only: keeps --help light
 from trainmark.outputs import ensure_writable
+from trainmark.rules import LATEST_VERSION
+
+if TYPE_CHECKING:  # the harness imports torch: only the commands that train load it
+    from trainmark.harness.run import RunOptions
 
 
 def folder_name(value: str | None, flag: str) -> None:
@@ -105,3 +113,97 @@ def ops_args(args) -> None:
     if args.dtype is not None and not args.dtype.strip(", "):
         raise UserError("--dtype '': give comma-separated dtypes, e.g. fp32,bf16 (or leave the flag out)")
     ensure_writable(args.json_path, "--json")
+
+
+# ---------------------------------------------------------------- arguments several commands share
+
+def version_arguments(p) -> None:
+    """--rules-version and --rules-dir of the rules and data commands."""
+    p.add_argument("--rules-version", default=LATEST_VERSION, help="rules version (default: %(default)s)")
+    p.add_argument("--rules-dir", type=Path, help="read rule files from this folder instead of the shipped ones")
+
+
+def judge_arguments(parser) -> None:
+    """--rules-dir and --mlperf-ruleset of ``report``, ``compare`` and ``table`` (they check folders)."""
+    parser.add_argument("--rules-dir", type=Path, metavar="DIR", help="judge with the rules under DIR instead of the "
+                        "shipped ones (as `trainmark check --rules-dir`)")
+    parser.add_argument("--mlperf-ruleset", metavar="X.Y.Z", help="MLPerf Training ruleset for MLPerf folders")
+
+
+def judge_options(args):
+    """The checker's options from ``judge_arguments``."""
+    from trainmark.checker.check import CheckOptions
+
+    return CheckOptions(rules_root=args.rules_dir, mlperf_ruleset=args.mlperf_ruleset)
+
+
+def csv_items(text: str) -> list[str]:
+    """The non-empty items of a comma-separated value, stripped."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def device_of(text: str):
+    """--device as the harness checks it (cpu, cuda or cuda:INDEX)."""
+    from trainmark.harness.run import check_device
+    return check_device(text)
+
+
+def parse_hparam(text: str) -> tuple[str, object]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise UserError(f"--hparam {text!r}: expected KEY=VALUE, e.g. opt_base_learning_rate=0.4")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key, value
+
+
+def run_arguments(p) -> None:
+    """The options of ``run`` and ``calibrate``."""
+    p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
+    p.add_argument("--trials", type=int, help="number of trials (default: the rules')")
+    p.add_argument("--division", choices=["closed", "open"], default="closed",
+                   help="closed: the reference recipe within the rules' limits; open: relaxed (default: closed)")
+    p.add_argument("--submitter", default="anonymous", help="organisation name ([A-Za-z0-9._-])")
+    p.add_argument("--system", type=Path, dest="system_file", help="system description JSON merged over detection")
+    p.add_argument("--system-name", help="system folder name (default: derived from the hardware)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
+    p.add_argument("--framework", choices=list(framework.BACKENDS), default="pytorch",
+                   help="the framework that trains the reference (default: %(default)s; tensorflow: "
+                        "pip install -e '.[tensorflow]', docs/frameworks.md)")
+    p.add_argument("--precision", choices=["fp32", "amp"], default="fp32",
+                   help="fp32, or amp (bf16/fp16 autocast where the rules allow it) (default: fp32)")
+    p.add_argument("--batch-size", type=int, help="global batch size")
+    p.add_argument("--seed", type=int, help="base seed; trial k uses seed + k - 1 (default: random, logged)")
+    p.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' default location)")
+    p.add_argument("--hparam", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a hyperparameter (closed division: within the rules' limits)")
+    p.add_argument("--model", help="open division: MODULE:CALLABLE returning your nn.Module")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
+    p.add_argument("--rules-version", default=LATEST_VERSION, help="rules version (default: %(default)s)")
+    p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
+    p.add_argument("--energy-estimate-watts", type=float,
+                   help="when no energy counter exists, report an estimate of W x time (labelled 'estimated')")
+    p.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
+                   help="a `trainmark ops --json` report of this machine: its measured ceilings go into the "
+                        "system description and utilization is reported against them too")
+    p.add_argument("--telemetry-hz", type=telemetry_hz, default=1.0, metavar="HZ",
+                   help="telemetry samples per second into trial_<k>/telemetry.csv, 1-100, 0: off (default: 1)")
+
+
+def run_options(args, out: Path, resume: bool = False) -> RunOptions:
+    """``run``'s and ``calibrate``'s arguments as the harness's options, every argument checked first."""
+    from trainmark.harness.run import RunOptions
+
+    hparams = [parse_hparam(h) for h in args.hparam]
+    run_args(args, hparams)  # before anything runs or is written: one-line errors, never half a folder
+    return RunOptions(
+        benchmark=args.benchmark, out=out, trials=args.trials, division=args.division,
+        submitter=args.submitter, system_file=args.system_file, system_name=args.system_name,
+        device=args.device, precision=args.precision, batch_size=args.batch_size, seed=args.seed,
+        data_dir=args.data_dir, hparams=dict(hparams), model=args.model,
+        resume=resume, quiet=args.quiet, rules_version=args.rules_version, rules_dir=args.rules_dir,
+        energy_estimate_watts=args.energy_estimate_watts, full_curves=getattr(args, "full_curves", False),
+        max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings, telemetry_hz=args.telemetry_hz,
+        framework=args.framework)

@@ -1,67 +1,61 @@
-"""``trainmark rules list|show|docs`` and ``trainmark data verify|prepare``."""
+"""``trainmark rules list|show|docs|compliance|code-hashes``: the versioned benchmark rules.
+
+``trainmark list`` is ``rules list`` under a shorter name (trainmark/cli/list.py).
+"""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from rich.table import Table
 
+from trainmark import rules as rules_package
+from trainmark.cli.arguments import rules_dir as check_rules_dir
+from trainmark.cli.arguments import version_arguments
 from trainmark.errors import UserError
-from trainmark.rules import LATEST_VERSION, get_rules, load_ruleset
-from trainmark.rules.datasets import resolve_data_dir, verify_for
+from trainmark.rules import get_rules, load_ruleset
 from trainmark.rules.docs import render_markdown
 
 
-def _version_args(p) -> None:
-    p.add_argument("--rules-version", default=LATEST_VERSION, help="rules version (default: %(default)s)")
-    p.add_argument("--rules-dir", type=Path, help="read rule files from this folder instead of the shipped ones")
+def list_arguments(p) -> None:
+    """The options of ``rules list`` and ``trainmark list``."""
+    version_arguments(p)
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the list as JSON to FILE ('-' or no FILE: standard output)")
 
 
 def register(sub) -> None:
     rules = sub.add_parser("rules", help="show the versioned benchmark rules")
     rsub = rules.add_subparsers(dest="rules_command", required=True)
     p = rsub.add_parser("list", help="each benchmark with its dataset, metric and target")
-    _version_args(p)
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                   help="write the list as JSON to FILE ('-' or no FILE: standard output)")
+    list_arguments(p)
     p.set_defaults(func=cmd_list)
     p = rsub.add_parser("show", help="one benchmark's full rules")
     p.add_argument("benchmark", help="benchmark name (`trainmark rules list`)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the rules as JSON to FILE ('-' or no FILE: standard output)")
-    _version_args(p)
+    version_arguments(p)
     p.set_defaults(func=cmd_show)
     p = rsub.add_parser("docs", help="write docs/rules.md from the rule files and the finding-code table of "
                                      "docs/checker.md from the catalogue")
     p.add_argument("--output", type=Path, default=None, metavar="FILE",
                    help="where to write (default: docs/rules.md beside the package's rules/, wherever the "
                         "command is run from)")
-    _version_args(p)
+    version_arguments(p)
     p.set_defaults(func=cmd_docs)
-    from trainmark.cli.rules_code_hashes import register_code_hashes  # light modules: no torch at import
-    from trainmark.cli.rules_compliance import register_compliance
-    register_compliance(rsub, _version_args)
-    register_code_hashes(rsub, _version_args)
-
-    data = sub.add_parser("data", help="dataset checks")
-    dsub = data.add_subparsers(dest="data_command", required=True)
-    p = dsub.add_parser("verify", help="check a dataset against the checksums in the rules")
-    p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
-    p.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' folder or environment variable)")
-    p.add_argument("--framework", choices=["pytorch", "tensorflow"], default="pytorch",
-                   help="check what a run under this framework reads (tensorflow: the archives that "
-                        "tensorflow-datasets builds ImageNet and WMT14 from, where the rules pin them)")
-    _version_args(p)
-    p.set_defaults(func=cmd_verify)
-    p = dsub.add_parser("prepare", help="build a dataset from its source (untimed), then verify it")
-    p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
-    p.add_argument("--data-dir", type=Path, help="where to write it (default: the rules' folder)")
-    p.add_argument("--source", type=Path, help="the source the benchmark builds from (see its rules)")
-    p.add_argument("--framework", choices=["pytorch", "tensorflow"], default="pytorch",
-                   help="prepare what a run under this framework reads (tensorflow: from the archives that "
-                        "tensorflow-datasets builds from, where the reference's Keras twin says so)")
-    _version_args(p)
-    p.set_defaults(func=cmd_prepare)
+    p = rsub.add_parser("compliance", help="print the mlperf-logging compliance config the checker uses")
+    p.add_argument("benchmark", help="benchmark name (trainmark rules list)")
+    p.add_argument("--division", default="closed", help="closed or open (default: %(default)s)")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the config to FILE instead of stdout")
+    version_arguments(p)
+    p.set_defaults(func=cmd_compliance)
+    p = rsub.add_parser("code-hashes", help="write rules/<version>/reference-code.json and "
+                        "reference-structures.json: the released reference's code hashes and model "
+                        "structures the checker compares submissions with")
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 when the file is stale")
+    version_arguments(p)
+    p.set_defaults(func=cmd_code_hashes)
 
 
 def benchmarks_table(version: str, rules_dir: Path | None) -> Table:
@@ -76,8 +70,6 @@ def benchmarks_table(version: str, rules_dir: Path | None) -> Table:
 
 
 def benchmark_rows(version: str, rules_dir: Path | None) -> list[dict]:
-    from trainmark.cli.arguments import rules_dir as check_rules_dir
-
     check_rules_dir(rules_dir)
     return [{"benchmark": name, "task": r.task, "dataset": r.dataset["name"], "metric": r.metric["name"],
              "higher_is_better": r.higher_is_better, "target": r.target, "trials": r.trials}
@@ -98,7 +90,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from trainmark.cli.arguments import rules_dir as check_rules_dir
     from trainmark.outputs import write_output
 
     check_rules_dir(args.rules_dir)
@@ -112,11 +103,10 @@ def cmd_show(args) -> int:
 
 def default_docs_path() -> Path:
     """docs/rules.md of this checkout (rules/ and docs/ are siblings), not of the current folder."""
-    return Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+    return Path(rules_package.__file__).resolve().parent.parent / "docs" / "rules.md"
 
 
 def cmd_docs(args) -> int:
-    from trainmark.cli.arguments import rules_dir as check_rules_dir
     from trainmark.outputs import ensure_writable, write_output
 
     check_rules_dir(args.rules_dir)
@@ -136,36 +126,87 @@ def cmd_docs(args) -> int:
     return 0
 
 
-def cmd_verify(args) -> int:
-    from trainmark.cli.arguments import rules_dir as check_rules_dir
+def cmd_compliance(args) -> int:
+    """Print (or ``-o FILE``) the generated compliance config for one benchmark and division.
 
-    check_rules_dir(args.rules_dir)
-    r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
-    return _verify(r, resolve_data_dir(r, args.data_dir), args.framework)
+    The config is the one ``trainmark check`` runs through mlperf-logging's compliance engine
+    (``trainmark.checker.mlperf.compliance_rules.compliance_yaml``), printed so that anyone can run MLPerf's own
+    checker with it::
 
+        trainmark rules compliance resnet-mini --division closed > resnet-mini-closed.yaml
+        python -m mlperf_logging.compliance_checker --usage training --ruleset 4.1.0 \\
+            --config "$PWD/resnet-mini-closed.yaml" result_1.txt
 
-def cmd_prepare(args) -> int:
-    """The reference builds the data (its ``prepare_data``); the rules' checksums then judge it."""
-    from trainmark.reference import registry
+    (``--ruleset`` only picks mlperf-logging's line parser; ``--config`` needs an absolute path.)
+    """
+    from trainmark.checker.mlperf import compliance_rules as compliance
+    from trainmark.files import write_text_atomic
 
-    r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
-    folder = resolve_data_dir(r, args.data_dir)
-    ref = registry.for_rules(r)
-    if args.framework == "tensorflow":  # the twin prepares from what tfds reads, if that differs
-        from trainmark.harness.frameworks.tensorflow_backend import twin_module
-
-        twin = twin_module(ref)
-        prepare = getattr(twin, "prepare_data", None)
-        written = (prepare(ref, r, folder, args.source) if prepare else ref.prepare_data(folder, args.source))
-    else:
-        written = ref.prepare_data(folder, args.source)
-    print(f"{r.name}: wrote {len(written)} files to {folder}")
-    return _verify(r, folder, args.framework)
-
-
-def _verify(r, folder: Path, framework: str = "pytorch") -> int:
-    problems, checked = verify_for(r, folder, framework)
-    if problems:
-        raise UserError(f"{r.name}: dataset in {folder} does not match rules {r.version}: " + "; ".join(problems), 1)
-    print(f"{r.name}: {checked} files in {folder} match rules {r.version}")
+    if args.division not in ("closed", "open"):
+        raise UserError(f"--division {args.division!r}: use closed or open")
+    text = compliance.compliance_yaml(get_rules(args.benchmark, args.rules_version, args.rules_dir), args.division)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        write_text_atomic(args.output, text)
+    except OSError as exc:
+        raise UserError(f"-o {args.output}: cannot write: {exc.strerror or exc}") from None
+    print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def cmd_code_hashes(args) -> int:
+    """Write (or ``--check``) the released reference code's hashes and model structures.
+
+    ``rules/<version>/reference-code.json`` is what the checker compares a closed-division
+    submission's code with; regenerate it whenever a reference module or rule file changes
+    (tests/test_implementation_record.py fails while it is stale).
+    """
+    from trainmark.files import write_text_atomic
+    from trainmark.rules import reference_code, reference_structures
+
+    frozen = reference_code.frozen(args.rules_version, args.rules_dir)
+    code_file = reference_code.hash_file(args.rules_version, args.rules_dir)
+    if frozen and not args.check:
+        raise UserError(f"{code_file} is frozen ({frozen}): it is never rewritten")
+    outputs = [] if frozen else [
+        (code_file, reference_code.render(reference_code.hash_table(args.rules_version, args.rules_dir)))]
+    outputs.append((reference_structures.structure_file(args.rules_version, args.rules_dir),
+                    reference_structures.render(structure_table(args.rules_version, args.rules_dir))))
+    if frozen:
+        print(f"{code_file} is frozen as released: not compared")
+    stale = 0
+    for path, text in outputs:
+        if args.check:
+            current = path.read_text(encoding="utf-8") if path.is_file() else ""
+            if current != text:
+                print(f"{path} is stale: run `trainmark rules code-hashes --rules-version {args.rules_version}`",
+                      file=sys.stderr)
+                stale = 1
+            else:
+                print(f"{path} is up to date")
+            continue
+        try:
+            write_text_atomic(path, text)
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        print(f"wrote {path}")
+    return stale
+
+
+def structure_table(version: str, rules_root: Path | None = None) -> dict:
+    """The content of ``rules/<version>/reference-structures.json``: each benchmark's reference model, built on
+    the meta device (imports torch) from the class its rule file names, described."""
+    import torch
+
+    from trainmark.format import structure
+    from trainmark.reference import registry
+    from trainmark.rules import reference_structures
+
+    benchmarks = {}
+    for name, rules in sorted(load_ruleset(version, rules_root).items()):
+        with torch.device("meta"):
+            model = registry.for_rules(rules).build_model()
+        benchmarks[name] = structure.describe(model)
+    return {"format": reference_structures.FORMAT, "rules_version": version, "benchmarks": benchmarks}

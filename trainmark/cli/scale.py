@@ -116,23 +116,3 @@ def cmd_scale(args, entry: list[str] | None = None) -> int:
             print(f"{label}: {path}")
     return 0 if all(p["status"] in ("ok", "elsewhere") for p in result["points"]) else 1
 
-
-def cmd_allreduce(args, op_list: list[str], entry: list[str] | None = None) -> int:
-    """``trainmark ops --op allreduce [--nproc N] [--json FILE]``: all-reduce timings and the fitted ring link."""
-    import json
-    import sys
-
-    from trainmark.harness.scale import saturation as scale
-    from trainmark.outputs import is_stdout, write_output
-
-    if op_list != ["allreduce"]:
-        raise UserError(f"--op {','.join(op_list)}: allreduce runs alone (it launches torchrun); "
-                        "measure matmul, conv2d and memory in a separate call")
-    if args.repeats is not None and args.repeats < 1:
-        raise UserError("--repeats must be at least 1")
-    report = scale.measure_allreduce(args.nproc, args.device, steps=3 if args.quick else 5,
-                                     repeats=args.repeats or (2 if args.quick else 3), entry=entry)
-    print(scale.format_allreduce(report), file=sys.stderr if is_stdout(args.json_path) else sys.stdout)
-    if args.json_path:
-        write_output(args.json_path, json.dumps(report, indent=2) + "\n", "--json")
-    return 0
