@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainmark.cli.arguments import rules_dir as check_rules_dir
 from trainmark.cli.arguments import version_arguments
 from trainmark.errors import UserError
 from trainmark.rules import get_rules
@@ -32,8 +33,6 @@ def register(sub) -> None:
 
 
 def cmd_verify(args) -> int:
-    from trainmark.cli.arguments import rules_dir as check_rules_dir
-
     check_rules_dir(args.rules_dir)
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     return _verify(r, resolve_data_dir(r, args.data_dir), args.framework)
