@@ -8,6 +8,7 @@ cross-trial rules, model conformity, and finally the scores.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from trainmark.checker.mlperf import compliance_rules as compliance
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.read.levels import DIVISIONS, BenchmarkFolder, safe_entries
-from trainmark.checker.read.mllog_read import Event, read_events
+from trainmark.checker.read.mllog_read import read_events
 from trainmark.checker.read.safefs import LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.trial_record import TrialRecord, extract_trial
 from trainmark.checker.verdict.codes import (
@@ -42,6 +43,7 @@ from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.scoring import score_benchmark
 from trainmark.format import mllog
 from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
+from trainmark.format.mllog_read import Event
 from trainmark.rules.ruleset import BenchmarkRules
 
 CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy", ".npz", ".h5",
@@ -123,11 +125,8 @@ def _read(tree: SafeTree, rel: str, findings: Findings, missing_rule: str = LAYO
 
 
 def _first_value(events_by_trial: dict[int, list[Event]], key: str) -> Any:
-    for k in sorted(events_by_trial):
-        for e in events_by_trial[k]:
-            if e.key == key:
-                return e.value
-    return None
+    """The value of the first ``key`` record, trials in order (None when no trial logs one)."""
+    return mllog.first_value(chain.from_iterable(events_by_trial[k] for k in sorted(events_by_trial)), key)
 
 
 def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: TrainmarkContext,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import re
 
-from trainmark.checker.checks.curve import band_for
+from trainmark.rules.convergence import band_for
 
 WIDTH, HEIGHT = 6.4, 3.2     # inches at 72 dpi in the SVG: 460 x 230 px
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "trainmark", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}

@@ -12,6 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import mean, stdev
+from typing import Any
+
+from trainmark.rules.reference_code import implementation_of
+from trainmark.rules.ruleset import BenchmarkRules
 
 ALPHA = 0.05
 
@@ -97,3 +101,17 @@ def check(points: list[dict], batch_size: int, epochs_to_target: list[int], alph
                    f"olympic-mean epochs to target {sub_mean:.2f} {'>=' if ok else '<'} {floor:.2f}, the fastest "
                    f"a one-sided t-test (alpha {alpha}) allows against the reference mean {ref.mean:.2f} "
                    f"(std {ref.std:.2f}, n {ref.n}) at batch {batch_size}")
+
+
+def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: Any,
+             framework: object = None) -> dict[int, tuple[float, float]]:
+    """``{epoch: (low, high)}`` of the rules' reference curve band (``curve_band``) for this batch size,
+    precision and framework's implementation (``resnet-mini``, ``resnet-mini@tensorflow``); {} when there
+    is none. The checker judges trials against it (CURVE-*), the report draws it."""
+    spec = (rules.data.get("curve_band") if rules is not None else None) or {}
+    implementation = implementation_of(rules, framework) if rules is not None else None
+    for band in spec.get("bands", []):
+        if band["implementation"] == implementation and band["global_batch_size"] == global_batch_size \
+                and band["precision"] == precision:
+            return {int(e): (float(lo), float(hi)) for e, lo, hi in band["epochs"]}
+    return {}

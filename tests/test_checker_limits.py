@@ -13,10 +13,10 @@ import synthetic
 
 from trainmark.checker import benchmark as benchmark_check
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.read import mllog_read
 from trainmark.checker.read.mllog_read import read_events
 from trainmark.checker.read.safetensors_header import MAX_HEADER, sniff_pickle
 from trainmark.checker.verdict.findings import MAX_PER_RULE_AND_FILE, MAX_PER_RULE_AND_FOLDER, Findings, printable
+from trainmark.format import mllog_read
 
 BENCH = "closed/acme/results/sys1/resnet-mini"
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())

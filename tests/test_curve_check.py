@@ -10,9 +10,10 @@ import synthetic
 import yaml
 
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.checks.curve import band_for, outside
+from trainmark.checker.checks.curve import outside
 from trainmark.checker.verdict.codes import CURVE_001
 from trainmark.rules import get_rules
+from trainmark.rules.convergence import band_for
 from trainmark.rules.ruleset import validate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,9 +10,9 @@ from energy_fakes import FakeNVML, add_uj, make_powercap
 
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import telemetry as telemetry_check
-from trainmark.checker.read.mllog_read import Event
 from trainmark.checker.read.safefs import SafeTree
 from trainmark.checker.verdict.findings import Findings
+from trainmark.format.mllog_read import Event
 from trainmark.harness import run
 from trainmark.harness.measure import energy
 from trainmark.harness.run import RunOptions, run_benchmark

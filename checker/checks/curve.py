@@ -12,29 +12,14 @@ use are not judged (CONVERGE-002 already says so for batch sizes).
 """
 from __future__ import annotations
 
-from typing import Any
-
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import CURVE_001, CURVE_002
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
-from trainmark.rules.reference_code import implementation_of
+from trainmark.rules.convergence import band_for
 from trainmark.rules.ruleset import BenchmarkRules
 
 RULE_OF_SEVERITY = {"warning": CURVE_001, "error": CURVE_002}
-
-
-def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: Any,
-             framework: object = None) -> dict[int, tuple[float, float]]:
-    """``{epoch: (low, high)}`` of the reference band for this batch size, precision and framework's
-    implementation (``resnet-mini``, ``resnet-mini@tensorflow``); {} when there is none."""
-    spec = (rules.data.get("curve_band") if rules is not None else None) or {}
-    implementation = implementation_of(rules, framework) if rules is not None else None
-    for band in spec.get("bands", []):
-        if band["implementation"] == implementation and band["global_batch_size"] == global_batch_size \
-                and band["precision"] == precision:
-            return {int(e): (float(lo), float(hi)) for e, lo, hi in band["epochs"]}
-    return {}
 
 
 def outside(metric: float, low: float, high: float) -> float:

@@ -13,11 +13,11 @@ import math
 from typing import Any
 
 from trainmark.checker.checks import telemetry as telemetry_check
-from trainmark.checker.read.mllog_read import Event
 from trainmark.checker.read.safefs import SafeTree
 from trainmark.checker.verdict.codes import ENERGY_001, ENERGY_002, ENERGY_003
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
+from trainmark.format.mllog_read import Event
 
 TOLERANCE = 0.005   # 0.5% of the run's total energy
 ABS_TOLERANCE_J = 0.01  # counters' resolution (NVML: 1 mJ; RAPL: 1 uJ) on tiny totals

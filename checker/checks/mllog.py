@@ -10,7 +10,6 @@ import math
 from typing import Any
 
 from trainmark.checker.mlperf.engine import EngineResult
-from trainmark.checker.read.mllog_read import Event
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import (
     MLLOG_002,
@@ -25,6 +24,7 @@ from trainmark.checker.verdict.codes import (
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
+from trainmark.format.mllog_read import Event
 
 TIME_TOLERANCE_S = 0.05  # docs/result-format.md: the summary agrees within 0.05 s per trial
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import csv
 import math
 
-from trainmark.checker.read.mllog_read import Event
 from trainmark.checker.read.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.verdict.codes import TELEMETRY_001, TELEMETRY_002, TELEMETRY_003
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
+from trainmark.format.mllog_read import Event
 from trainmark.format.telemetry import COLUMN, FILE_NAME, GAP_S, THROTTLE_MASK, throttle_names
 
 MAX_COLUMNS = 4096

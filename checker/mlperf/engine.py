@@ -25,7 +25,7 @@ import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST, guarded
-from trainmark.checker.read.mllog_read import Event
+from trainmark.format.mllog_read import Event
 
 TRAINMARK_PARSER_RULESET = "6.1.0"  # only picks mlperf-logging's line parser
 _PARSER_MODULE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{1,2}")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainmark.checker.read.mllog_read import STRICT_JSON, BadNumber, DuplicateKey
 from trainmark.checker.read.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.verdict.codes import LAYOUT_003
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import schema
+from trainmark.format.mllog_read import STRICT_JSON, BadNumber, DuplicateKey
 
 MAX_DEPTH = 64  # a harness-written JSON file nests a few levels; Python's parser would recurse ~1000 deep
 

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainmark.checker.read.mllog_read import Event
 from trainmark.format import mllog  # the MLLOG keys, spelled once
+from trainmark.format.mllog_read import Event
 from trainmark.rules.ruleset import BenchmarkRules
 
 

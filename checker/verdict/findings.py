@@ -9,32 +9,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
 from trainmark.checker.verdict.codes import ERROR, LIMIT_001, RULES
+from trainmark.format.text import clip, printable
 
-MAX_TEXT = 400  # expected/seen quote submission content: keep a reviewer's screen usable
 MAX_PER_RULE_AND_FILE = 20     # a file with thousands of violations shows this many, then one LIMIT-001 count
 MAX_PER_RULE_AND_FOLDER = 100  # the same across the files of one folder (999,999 missing result_<k>.txt)
-
-
-def clip(text: Any, limit: int = MAX_TEXT) -> str:
-    """A printable, bounded rendering of submitted content."""
-    try:
-        s = (text if isinstance(text, str) else repr(text))[: limit * 4]
-    except RecursionError:
-        s = f"<{type(text).__name__} nested too deeply to show>"
-    s = printable(s)
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
-def printable(text: str) -> str:
-    """``text`` with every control, format or unpaired-surrogate character escaped (``\\x1b``, ``\\n``).
-
-    Submitted names and content reach terminals and CSV files: an ESC or OSC sequence,
-    a newline or a byte that is not UTF-8 (a surrogate escape) must show as what it is,
-    never act.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ per system, the accelerator count (``number_of_nodes x accelerators_per_node``),
 and the samples/s of each run, taken as ``train_samples`` over the median epoch window
 (``epoch_stop - epoch_start``; the first epoch, which carries warm-up and compilation, left out).
 ``validate_pair`` projects the larger size of one system from its smaller size with
-``scale_model`` and reports the error. Files are read with a size cap and parsed as JSON only.
+``scale_model`` and reports the error. Files are read with a size cap, result files with the
+hardened MLLOG reader (trainmark.format.mllog_read), system descriptions as JSON only.
 """
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainmark.format import mllog
+from trainmark.format.mllog_read import read_records
 from trainmark.harness.scale import projection as scale_model
 
 FILE_CAP = 64 << 20   # an MLPerf result file is a few MB at most
-MARK = ":::MLLOG "
 
 
 @dataclass(frozen=True)
@@ -35,36 +36,34 @@ class SystemThroughput:
         return statistics.median(self.samples_per_s)
 
 
-def _read(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     with open(path, "rb") as fh:
         raw = fh.read(FILE_CAP + 1)
     if len(raw) > FILE_CAP:
         raise ValueError(f"{path}: larger than {FILE_CAP} bytes")
-    return raw.decode("latin-1")
+    return raw
+
+
+def _read(path: Path) -> str:
+    return _read_bytes(path).decode("latin-1")
 
 
 def run_throughput(path: Path) -> tuple[int, float]:
-    """(global batch, samples/s) of one MLPerf result file."""
+    """(global batch, samples/s) of one MLPerf result file (read with the hardened MLLOG reader)."""
     batch = samples = None
     starts: dict[int, float] = {}
     windows: dict[int, float] = {}
-    for line in _read(path).splitlines():
-        if MARK not in line:
-            continue
-        try:
-            e = json.loads(line.split(MARK, 1)[1])
-        except ValueError:
-            continue
-        key, meta = e.get("key"), e.get("metadata") or {}
+    for e in read_records(_read_bytes(path), strict=False):
+        key, meta = e.key, e.metadata
         if key == "global_batch_size":
-            batch = int(e["value"])
+            batch = int(e.value)
         elif key == mllog.TRAIN_SAMPLES:
-            samples = int(e["value"])
+            samples = int(e.value)
         elif key in (mllog.EPOCH_START, mllog.EPOCH_STOP) and isinstance(meta.get(mllog.EPOCH_NUM), int):
             if key == mllog.EPOCH_START:
-                starts[meta[mllog.EPOCH_NUM]] = float(e["time_ms"])
+                starts[meta[mllog.EPOCH_NUM]] = e.time_ms
             elif meta[mllog.EPOCH_NUM] in starts:
-                windows[meta[mllog.EPOCH_NUM]] = (float(e["time_ms"]) - starts[meta[mllog.EPOCH_NUM]]) / 1000
+                windows[meta[mllog.EPOCH_NUM]] = (e.time_ms - starts[meta[mllog.EPOCH_NUM]]) / 1000
     steady = [s for k, s in sorted(windows.items()) if k > min(windows, default=0) and s > 0]
     if batch is None or samples is None or not steady:
         raise ValueError(f"{path}: needs global_batch_size, train_samples and at least two epoch windows")

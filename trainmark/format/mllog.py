@@ -7,8 +7,9 @@ evaluates, ``eval_start``, ``eval_accuracy``, ``eval_stop``; finally ``trainmark
 (``trainmark_energy_j``, ``None`` when unmeasured), so the checker recomputes energy exactly as it
 recomputes time. The writer is the only code that spells these events for the harness and the
 tests' fixture builder; the MLPerf compliance config (trainmark.checker.mlperf.compliance_rules) checks the same
-keys. The checker's hardened reader of hostile files is trainmark.checker.read.mllog_read; ``read``
-here is for trusted files (tests, tools).
+keys. ``PREFIX`` is the one spelling of the ``:::MLLOG `` marker. The hardened reader of submitted
+(hostile) files is trainmark.format.mllog_read, which the checker, the report and the scale tools
+use; ``read`` here is for files this process or a test just wrote.
 
 Written with ``mlperf_logging.mllog``: its module-level logger is a shared singleton whose
 ``config(filename=)`` adds a handler each call, so each file gets a private ``MLLogger`` over its

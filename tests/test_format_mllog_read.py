@@ -1,0 +1,69 @@
+"""The hardened MLLOG reader (trainmark/format/mllog_read.py): events out, every bad line a Problem in."""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from trainmark.checker.read.mllog_read import RULE_OF_KIND, read_events
+from trainmark.checker.verdict.findings import Findings
+from trainmark.format import mllog, mllog_read
+from trainmark.format.mllog_read import Problem, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _line(key: str = "seed", value=1, **extra) -> str:
+    record = {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": key, "value": value,
+              "metadata": {}, **extra}
+    return mllog.PREFIX + json.dumps(record)
+
+
+def test_every_bad_line_is_one_problem_with_its_line_and_kind():
+    lines = [_line(), "shell output", _line() + " " + _line(), mllog.PREFIX + "{not json",
+             mllog.PREFIX + '{"time_ms": 1, "key": "k", "value": 1, "metadata": {}, "time_ms": 2}',
+             _line(value=2 ** 70), _line(time_ms="soon"), _line(value="x" * mllog_read.DEFAULT_KEY_LIMIT),
+             mllog.PREFIX + "x" * (mllog_read.MAX_LINE + 1), "", _line("epoch_start")]
+    data = ("\n".join(lines[:-1]) + "\r\n" + lines[-1]).encode() + b"\n\xff\xfe"
+    problems: list[Problem] = []
+    events = read_records(data, strict=True, problem=problems.append)
+    assert [(e.line, e.key) for e in events] == [(1, "seed"), (11, "epoch_start")]
+    assert [(p.line, p.kind) for p in problems] == [
+        (2, mllog_read.NOT_A_RECORD), (3, mllog_read.MARKER_TWICE), (4, mllog_read.INVALID_JSON),
+        (5, mllog_read.DUPLICATE_KEY), (6, mllog_read.BAD_NUMBER), (7, mllog_read.BAD_FIELD),
+        (8, mllog_read.RECORD_TOO_LONG), (9, mllog_read.LINE_TOO_LONG), (12, mllog_read.NOT_UTF8),
+        (10, mllog_read.CRLF)]
+    assert all(p.message.startswith(f"line {p.line}") for p in problems if p.kind != mllog_read.CRLF)
+    assert read_records(data, strict=True) == events  # without a sink the problems are dropped
+
+
+def test_the_record_count_is_bounded(monkeypatch):
+    monkeypatch.setattr(mllog_read, "MAX_EVENTS", 3)
+    problems: list[Problem] = []
+    events = read_records("\n".join([_line()] * 5).encode(), strict=False, problem=problems.append)
+    assert len(events) == 3 and [(p.line, p.kind) for p in problems] == [(4, mllog_read.OVER_BUDGET)]
+
+
+def test_mlperf_files_are_read_from_the_last_marker_of_lines_that_have_one():
+    data = ("noise\n" + "prefix " + _line("run_start") + "\n").encode("latin-1")
+    problems: list[Problem] = []
+    (event,) = read_records(data, strict=False, problem=problems.append)
+    assert (event.line, event.key, problems) == (2, "run_start", [])
+
+
+def test_the_checker_turns_every_kind_into_its_finding():
+    assert set(RULE_OF_KIND) == set(mllog_read.KINDS)
+    findings = Findings()
+    read_events(b"shell output\n" + _line(value=2 ** 70).encode(), "r.txt", findings, strict=True)
+    assert [(f.rule, f.line, f.file) for f in findings] == [("MLLOG-001", 1, "r.txt"), ("NUMBER-001", 2, "r.txt")]
+
+
+def test_the_marker_is_spelled_once():
+    """Only trainmark/format/mllog.py holds the ':::MLLOG ' marker as a string of its own."""
+    spelled = []
+    for folder in ("trainmark", "harness", "checker", "rules", "reference", "report"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            if any(isinstance(n, ast.Constant) and n.value == mllog.PREFIX for n in ast.walk(tree)):
+                spelled.append(str(path.relative_to(ROOT)))
+    assert spelled == ["trainmark/format/mllog.py"]
