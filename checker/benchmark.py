@@ -41,7 +41,7 @@ from trainmark.checker.verdict.codes import (
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.scoring import score_benchmark
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
 from trainmark.format.mllog_read import Event
 from trainmark.rules.ruleset import BenchmarkRules
@@ -91,11 +91,12 @@ def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, st
     has_epochs_log = False
     for e in folder.entries:
         rel = _join(folder.rel, e.name)
-        if e.kind == "file" and e.name == "epochs.log":
+        if e.kind == "file" and e.name == layout.EPOCHS_LOG:
             has_epochs_log = True
         elif e.kind == "file" and (m := RESULT_FILE.fullmatch(e.name)):
             if m[1] == "0":
-                findings.add(TRIAL_001, rel, "result_0.txt: trials count from 1", expected="result_1.txt ...",
+                findings.add(TRIAL_001, rel, f"{layout.result_file(0)}: trials count from 1",
+                             expected=f"{layout.result_file(1)} ...",
                              seen=e.name)
             else:
                 results[int(m[1])] = e.name
@@ -162,20 +163,21 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
     rank_check.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
     if has_epochs_log:
-        rel = _join(folder.rel, "epochs.log")
+        rel = _join(folder.rel, layout.EPOCHS_LOG)
         data = _read(tree, rel, findings)
         if data is not None:
             text_lines = check_epochs_log(data, rel, rules, findings)
             check_agreement(text_lines, rel, records, findings)
     else:
-        findings.add(LAYOUT_003, _join(folder.rel, "epochs.log"), "epochs.log is missing",
-                     expected="epochs.log", seen="missing")
+        findings.add(LAYOUT_003, _join(folder.rel, layout.EPOCHS_LOG), f"{layout.EPOCHS_LOG} is missing",
+                     expected=layout.EPOCHS_LOG, seen="missing")
     ordered = [records[k] for k in sorted(records)]
     trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
     for k in sorted(trial_dirs.keys() - results.keys()):
         if k > max(max(results, default=0), int(rules.trials)):  # inside that range TRIAL-001 says it
-            findings.add(LAYOUT_003, _join(folder.rel, f"result_{k}.txt"), f"trial_{k}/ has no result_{k}.txt",
-                         expected=f"result_{k}.txt", seen="missing")
+            findings.add(LAYOUT_003, _join(folder.rel, layout.result_file(k)),
+                         f"{layout.trial_dir(k)}/ has no {layout.result_file(k)}",
+                         expected=layout.result_file(k), seen="missing")
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
     trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
@@ -200,7 +202,7 @@ def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list
              mllog.SUBMISSION_ORG: folder.submitter, mllog.SUBMISSION_PLATFORM: folder.system}
     records = {}
     for k, events in sorted(events_by_trial.items()):
-        rel = _join(folder.rel, f"result_{k}.txt")
+        rel = _join(folder.rel, layout.result_file(k))
         mllog_check.engine_findings(run_engine(events, config), events, rel, key_rules, findings)
         mllog_check.check_time_order(events, rel, findings)
         record = extract_trial(events, k, rel, rules)
@@ -222,19 +224,20 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
     other_load: dict[int, float | None] = {}
     baseline: tuple[int, str] | None = None  # the first trial's model
     for k in sorted(results):
-        trial_rel = _join(folder.rel, f"trial_{k}")
+        trial_rel = _join(folder.rel, layout.trial_dir(k))
         if k not in trial_dirs:
-            findings.add(LAYOUT_003, trial_rel, f"trial {k} has result_{k}.txt but no trial_{k}/ folder",
-                         expected=f"trial_{k}/model.safetensors, trial_{k}/structure.json", seen="missing")
+            findings.add(LAYOUT_003, trial_rel, f"trial {k} has {layout.result_file(k)} but no {layout.trial_dir(k)}/ "
+                         "folder", expected=f"{layout.trial_dir(k)}/{layout.MODEL_FILE}, "
+                         f"{layout.trial_dir(k)}/{layout.STRUCTURE_FILE}", seen="missing")
             continue
         _check_trial_entries(tree, trial_rel, findings)
         names = {"benchmark": folder.benchmark, "division": division, "submitter": folder.submitter,
                  "system_name": folder.system}
-        summary = check_trial_json(tree, _join(trial_rel, "trial.json"), records.get(k), names, rules, findings)
+        summary = check_trial_json(tree, _join(trial_rel, layout.TRIAL_JSON), records.get(k), names, rules, findings)
         other_load[k] = summary.get("other_cpu_load_pct") if summary else None
-        structure_rel = _join(trial_rel, "structure.json")
+        structure_rel = _join(trial_rel, layout.STRUCTURE_FILE)
         desc, text = conformity.read_structure(tree, structure_rel, findings)
-        conformity.check_weights(tree, _join(trial_rel, "model.safetensors"), desc, findings)
+        conformity.check_weights(tree, _join(trial_rel, layout.MODEL_FILE), desc, findings)
         if desc is None:
             continue
         record = records.get(k)

@@ -29,16 +29,17 @@ from typing import Any
 from trainmark import __version__
 from trainmark.digest import sha256_file
 from trainmark.errors import UserError
+from trainmark.format import layout
 from trainmark.rules.reference_code import reference_sources, released_differences
 
-FORMAT = "trainmark-implementation/1"
-MANIFEST = "MANIFEST.sha256"
+FORMAT = layout.IMPLEMENTATION_FORMAT
+MANIFEST = layout.MANIFEST
 MAX_MODEL_FILES = 200            # an open-division package copied whole; more means --model names too much
 MAX_MODEL_BYTES = 16 * (1 << 20)
 
 
 def record_dir(submitter_root: Path, benchmark: str, system: str) -> Path:
-    return Path(submitter_root) / "benchmarks" / benchmark / "implementations" / system
+    return Path(submitter_root).joinpath(*layout.record_parts(benchmark, system))
 
 
 def model_sources(spec: str) -> dict[str, Path]:
@@ -51,12 +52,12 @@ def model_sources(spec: str) -> dict[str, Path]:
                         "(the open division submits the model's source)")
     stem = module_name.replace(".", "/")
     if origin.name != "__init__.py":
-        return {f"model/{stem}.py": origin}
+        return {f"{layout.MODEL_DIR}/{stem}.py": origin}
     files = sorted(p for p in origin.parent.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts)
     if len(files) > MAX_MODEL_FILES or sum(p.stat().st_size for p in files) > MAX_MODEL_BYTES:
         raise UserError(f"--model {spec}: package {origin.parent} holds more than {MAX_MODEL_FILES} files or "
                         f"{MAX_MODEL_BYTES >> 20} MiB of source; point --model at a smaller module")
-    return {f"model/{stem}/{p.relative_to(origin.parent).as_posix()}": p for p in files}
+    return {f"{layout.MODEL_DIR}/{stem}/{p.relative_to(origin.parent).as_posix()}": p for p in files}
 
 
 def environment() -> dict[str, Any]:
@@ -125,9 +126,9 @@ def write_record(submitter_root: Path, rules, system: str, division: str, model_
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, target)
-        (tmp / "implementation.json").write_text(_json(info), encoding="utf-8")
-        (tmp / "environment.json").write_text(_json(environment()), encoding="utf-8")
-        (tmp / "command.json").write_text(_json(command), encoding="utf-8")
+        (tmp / layout.IMPLEMENTATION_JSON).write_text(_json(info), encoding="utf-8")
+        (tmp / layout.ENVIRONMENT_JSON).write_text(_json(environment()), encoding="utf-8")
+        (tmp / layout.COMMAND_JSON).write_text(_json(command), encoding="utf-8")
         (tmp / MANIFEST).write_text(manifest_text(tmp), encoding="utf-8")
         tmp.chmod(0o755)
         old = None

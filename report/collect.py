@@ -18,7 +18,7 @@ from trainmark.checker.read.mllog_read import read_events
 from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.result import Report
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 
 
 @dataclass
@@ -224,7 +224,7 @@ def system_of(data: ReportData, result: dict) -> dict:
 def find_system(systems: dict[str, dict], result: dict) -> dict:
     """``<submitter>/systems/<system>.json`` beside the ``<submitter>/results/`` the benchmark lies in."""
     path = "/" + result["path"]
-    at = path.rfind("/results/")
+    at = path.rfind(f"/{layout.RESULTS_DIR}/")
     if at < 0:
         return {}
-    return systems.get(f"{path[1:at + 1]}systems/{result['system']}.json", {})
+    return systems.get(f"{path[1:at + 1]}{layout.SYSTEMS_DIR}/{layout.system_file(result['system'])}", {})

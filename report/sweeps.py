@@ -1,5 +1,6 @@
 """Sweep results (``trainmark sweep``'s ``sweep.json``) in the report: throughput, TFLOPS and energy per
-sample against the batch size, one line per precision.
+sample against the batch size, one line per precision. The format (its id and the point's fields) is
+trainmark.format.artifacts', the one the harness writes.
 
 A sweep is not part of a result folder, so the user names its file (``trainmark report --sweep
 FILE``). It is read as data only: bounded, JSON, ``format`` checked, every number checked before it
@@ -12,8 +13,8 @@ from pathlib import Path
 
 from trainmark.errors import UserError
 from trainmark.files import read_json_report
+from trainmark.format.artifacts import SWEEP_FORMAT
 
-SWEEP_FORMAT = "trainmark-sweep/1"
 MAX_BYTES = 16 * 1024 * 1024
 SERIES = (("samples_per_s", "samples / s"), ("tflops", "achieved TFLOP/s"), ("j_per_sample", "J / sample"))
 

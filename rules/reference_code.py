@@ -20,9 +20,10 @@ import re
 from pathlib import Path
 
 from trainmark.digest import sha256_file
+from trainmark.format import layout
 from trainmark.rules.ruleset import RULES_ROOT, BenchmarkRules, load_ruleset
 
-HASH_FILE = "reference-code.json"
+HASH_FILE = layout.RELEASED_CODE_FILE
 FORMAT = "trainmark-reference-code/1"
 PACKAGE = "trainmark.reference"
 
@@ -30,7 +31,7 @@ PACKAGE = "trainmark.reference"
 def module_path(module: str, origin: Path) -> str:
     """Where a module's source goes in the record: ``code/trainmark/reference/base.py``."""
     stem = module.replace(".", "/")
-    return f"code/{stem}/__init__.py" if origin.name == "__init__.py" else f"code/{stem}.py"
+    return f"{layout.CODE_DIR}/{stem}/__init__.py" if origin.name == "__init__.py" else f"{layout.CODE_DIR}/{stem}.py"
 
 
 def _origin(module: str) -> Path | None:
@@ -138,7 +139,7 @@ def reference_sources(rules: BenchmarkRules, framework: str = "pytorch") -> dict
     twin = twin_module(framework, rules.name) if framework != "pytorch" else None
     roots = [type(registry.for_rules(rules)).__module__, *([twin] if twin else [])]
     sources = {module_path(name, path): path for root in roots for name, path in reference_modules(root).items()}
-    sources[f"code/rules/{rules.version}/{rules.name}.yaml"] = rules.path
+    sources[f"{layout.CODE_DIR}/rules/{rules.version}/{rules.name}.yaml"] = rules.path
     return sources
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from trainmark.errors import UserError
+from trainmark.format import layout
 
 RULES_ROOT = Path(__file__).resolve().parent
 SCHEMA_PATH = RULES_ROOT / "schema" / "rules.schema.json"
@@ -150,9 +151,9 @@ def _released_sha256(version: str) -> frozenset[str]:
     """SHA-256 of every shipped rule file of ``version`` as released (reference-code.json, written by
     ``trainmark rules code-hashes``; a test fails when it is stale)."""
     try:
-        released = json.loads((RULES_ROOT / version / "reference-code.json").read_text(encoding="utf-8"))
+        released = json.loads((RULES_ROOT / version / layout.RELEASED_CODE_FILE).read_text(encoding="utf-8"))
         return frozenset(h for files in released["benchmarks"].values() for name, h in files.items()
-                         if name.startswith(f"code/rules/{version}/"))
+                         if name.startswith(f"{layout.CODE_DIR}/rules/{version}/"))
     except (OSError, ValueError, KeyError, AttributeError):
         return frozenset()
 

@@ -139,8 +139,49 @@ def test_run_keeps_its_own_name_limit():
 
     from trainmark.errors import UserError
     from trainmark.harness import run
+    from trainmark.rules import LATEST_VERSION
 
     rules = Path(__file__).parent / "rules"
     for bad in ("x" * 101, "a b", "x\n"):  # trainmark run (the Python API too): at most 100 characters
         with pytest.raises(UserError, match="use letters, digits"):
-            run.prepare(run.RunOptions("tiny-test", submitter=bad, rules_version="1.0", rules_dir=rules))
+            run.prepare(run.RunOptions("tiny-test", submitter=bad, rules_version=LATEST_VERSION, rules_dir=rules))
+
+
+def test_the_tools_artifacts_have_one_definition():
+    from trainmark.format import artifacts
+    from trainmark.harness.scale import saturation, worker
+    from trainmark.harness.throughput import ops, sweep, sweep_output
+    from trainmark.report import sweeps
+
+    assert sweep.FORMAT is sweeps.SWEEP_FORMAT is artifacts.SWEEP_FORMAT == "trainmark-sweep/1"
+    assert sweep.POINT_FIELDS is sweep_output.POINT_FIELDS is artifacts.SWEEP_POINT_FIELDS
+    assert ops.FORMAT is artifacts.OPS_FORMAT == "trainmark-ops/1"
+    assert saturation.FORMAT is artifacts.SCALE_FORMAT == "trainmark-scale/1"
+    assert saturation.POINT_FIELDS is artifacts.SCALE_POINT_FIELDS
+    assert worker.FORMAT is artifacts.SCALE_POINT_FORMAT == "trainmark-scale-point/1"
+    assert saturation.ALLREDUCE_FORMAT is artifacts.ALLREDUCE_FORMAT == "trainmark-allreduce/1"
+    # what the report reads of a sweep point, and what a scale point takes of a worker's figures, are columns
+    assert {k for k, _ in sweeps.SERIES} | {"status", "batch_size", "precision", "precision_used"} \
+        <= set(artifacts.SWEEP_POINT_FIELDS)
+    assert set(artifacts.SCALE_POINT_MEASURED) <= set(artifacts.SCALE_POINT_FIELDS)
+    assert artifacts.scale_point_file(4) == "point-4.json"
+
+
+def test_no_file_name_of_the_format_is_spelled_outside_it():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    names = [layout.EPOCHS_LOG, layout.MODEL_FILE, layout.STRUCTURE_FILE, layout.TRIAL_JSON, layout.TELEMETRY_FILE,
+             layout.IMPLEMENTATION_JSON, layout.ENVIRONMENT_JSON, layout.COMMAND_JSON, layout.MANIFEST,
+             layout.RELEASED_CODE_FILE, layout.SCALING_JSON, "sweep.json", "sweep.csv", "scale.json", "scale.csv"]
+    literal = re.compile("|".join(rf"""["']{re.escape(n)}["']""" for n in names) + r"""|f?["']result_\{""")
+    offenders = []
+    for folder in ("harness", "checker", "report", "rules", "reference", "trainmark"):
+        for path in (root / folder).rglob("*.py"):
+            if path.parent.name == "format" and path.parent.parent.name == "trainmark":
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if literal.search(line.split("#")[0]):
+                    offenders.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

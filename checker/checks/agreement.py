@@ -13,6 +13,7 @@ from trainmark.checker.checks.epochs import LoggedEpoch
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import AGREE_001, AGREE_002, AGREE_003, AGREE_004
 from trainmark.checker.verdict.findings import Findings
+from trainmark.format import layout
 
 TIME_TOLERANCE_S = 2.0
 
@@ -24,8 +25,9 @@ def check_agreement(text_lines: list[LoggedEpoch], text_rel: str, records: dict[
         by_trial.setdefault(item.entry.trial, []).append(item)
     for trial in sorted(by_trial.keys() - records.keys()):
         first = by_trial[trial][0]
-        findings.add(AGREE_001, text_rel, f"line {first.line}: trial {trial} has no readable result_{trial}.txt",
-                     line=first.line, expected=f"result_{trial}.txt", seen=f"trial {trial} in epochs.log only")
+        name = layout.result_file(trial)
+        findings.add(AGREE_001, text_rel, f"line {first.line}: trial {trial} has no readable {name}",
+                     line=first.line, expected=name, seen=f"trial {trial} in {layout.EPOCHS_LOG} only")
     for trial in sorted(records.keys() - by_trial.keys()):
         rec = records[trial]
         findings.add(AGREE_001, rec.rel, f"trial {trial} has no line in epochs.log", line=rec.first_line,

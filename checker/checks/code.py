@@ -46,24 +46,24 @@ from trainmark.checker.verdict.codes import (
     HOSTILE_007,
 )
 from trainmark.checker.verdict.findings import Findings
+from trainmark.format import layout
 from trainmark.rules.reference_code import released_key
 
-IMPLEMENTATION_FORMAT = "trainmark-implementation/1"
-MANIFEST = "MANIFEST.sha256"
+IMPLEMENTATION_FORMAT = layout.IMPLEMENTATION_FORMAT
+MANIFEST = layout.MANIFEST
 FILE_CAP = 16 * MiB        # one source file or record
 TOTAL_CAP = 256 * MiB      # one implementation record
 MAX_FILES = 2000
 MAX_DEPTH = 12
 _MANIFEST_LINE = re.compile(r"([0-9a-f]{64}) [ *](.+)")
-_TRIAL_DIR = re.compile(r"trial_[1-9][0-9]{0,5}")
 
 
 def record_rel(bench_rel: str, benchmark: str, system: str | None) -> str | None:
     """Where the record of ``.../results/<system>/<benchmark>`` lies, or None when outside the checked folder."""
     parts = bench_rel.split("/") if bench_rel else []
-    if len(parts) < 3 or parts[-3] != "results" or system is None:
+    if len(parts) < 3 or parts[-3] != layout.RESULTS_DIR or system is None:
         return None
-    return "/".join([*parts[:-3], "benchmarks", benchmark, "implementations", system])
+    return "/".join([*parts[:-3], *layout.record_parts(benchmark, system)])
 
 
 class _Released:
@@ -76,7 +76,7 @@ class _Released:
     def get(self, version: str) -> dict | str:
         """The table, or a string saying why there is none."""
         if version not in self._cache:
-            path = self.root / version / "reference-code.json"
+            path = self.root / version / layout.RELEASED_CODE_FILE
             try:
                 table = json.loads(path.read_text(encoding="utf-8"))
                 if not isinstance(table, dict) or not isinstance(table.get("benchmarks"), dict):
@@ -122,10 +122,10 @@ def _format_version(tree: SafeTree, bench_rel: str) -> int:
     except (Missing, UnsafeEntry):
         return version
     for e in entries:
-        if e.kind != "dir" or not _TRIAL_DIR.fullmatch(e.name):
+        if e.kind != "dir" or not (m := layout.TRIAL_DIR.fullmatch(e.name)) or m[1] == "0":
             continue
         try:
-            data = json.loads(tree.read_bytes(posixpath.join(bench_rel, e.name, "trial.json"), JSON_CAP))
+            data = json.loads(tree.read_bytes(posixpath.join(bench_rel, e.name, layout.TRIAL_JSON), JSON_CAP))
         except (Missing, UnsafeEntry, ValueError, RecursionError):
             continue  # the trial checks report a missing or broken trial.json
         value = data.get("format_version") if isinstance(data, dict) else None
@@ -259,14 +259,14 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
                 findings.add(CODE_005, posixpath.join(rel, path), f"{path} is not listed in {MANIFEST}",
                              expected=f"a line '<sha256>  {path}'", seen="not listed")
 
-    info = _load_json(files, "implementation.json", rel,
+    info = _load_json(files, layout.IMPLEMENTATION_JSON, rel,
                       {"format": (str,), "benchmark": (str,), "rules_version": (str,), "division": (str,),
                        "system": (str,), "code_files": (list,)}, findings)
-    _load_json(files, "environment.json", rel, {"python": (str,), "distributions": (dict,)}, findings)
-    _load_json(files, "command.json", rel, {"argv": (list,)}, findings)
+    _load_json(files, layout.ENVIRONMENT_JSON, rel, {"python": (str,), "distributions": (dict,)}, findings)
+    _load_json(files, layout.COMMAND_JSON, rel, {"argv": (list,)}, findings)
     if info is None:
         return
-    info_rel = posixpath.join(rel, "implementation.json")
+    info_rel = posixpath.join(rel, layout.IMPLEMENTATION_JSON)
     if info["format"] != IMPLEMENTATION_FORMAT:
         findings.add(CODE_006, info_rel, f"{info_rel}: format {info['format']!r} is not known",
                      expected=IMPLEMENTATION_FORMAT, seen=info["format"])
@@ -280,8 +280,8 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
         _check_released(result, rel, digests, released, findings, info.get("framework", "pytorch"))
     model = info.get("model")
     if division == "open" and isinstance(model, str) and model:
-        if not any(path.startswith("model/") and path.endswith(".py") for path in files):
-            findings.add(CODE_009, posixpath.join(rel, "model"), f"open division with --model {model}: "
+        if not any(path.startswith(f"{layout.MODEL_DIR}/") and path.endswith(".py") for path in files):
+            findings.add(CODE_009, posixpath.join(rel, layout.MODEL_DIR), f"open division with --model {model}: "
                          f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
 
 
@@ -293,11 +293,11 @@ def _check_released(result, rel: str, digests: dict[str, str], released: _Releas
     expected = table.get("benchmarks", {}).get(key) if isinstance(table, dict) and key else None
     if not isinstance(expected, dict):
         why = table if isinstance(table, str) else f"it lists no benchmark {key or result.benchmark!r}"
-        findings.add(CODE_008, posixpath.join(rel, "code"), f"closed-division code not compared with the "
-                     f"released reference of rules {version}: {why}", expected="reference-code.json with the "
+        findings.add(CODE_008, posixpath.join(rel, layout.CODE_DIR), f"closed-division code not compared with the "
+                     f"released reference of rules {version}: {why}", expected=f"{layout.RELEASED_CODE_FILE} with the "
                      "benchmark", seen=why)
         return
-    code = {p: d for p, d in digests.items() if p.startswith("code/")}
+    code = {p: d for p, d in digests.items() if p.startswith(f"{layout.CODE_DIR}/")}
     for path, digest in sorted(expected.items()):
         where = posixpath.join(rel, path)
         if path not in code:

@@ -18,7 +18,7 @@ from trainmark.checker.read.safetensors_header import HeaderError, read_tensor_t
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import CONFORM_001, CONFORM_002, CONFORM_003, CONFORM_005, CONFORM_006, LAYOUT_003
 from trainmark.checker.verdict.findings import Findings
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 from trainmark.rules.ruleset import BenchmarkRules
 
 ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
@@ -75,7 +75,7 @@ def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict |
     try:
         raw = tree.read_bytes(rel, JSON_CAP)
     except Missing:
-        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected="structure.json", seen="missing")
+        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected=layout.STRUCTURE_FILE, seen="missing")
         return None, ""
     except UnsafeEntry as exc:
         findings.add(exc.rule, rel, exc.message, seen=exc.seen)
@@ -139,7 +139,7 @@ def check_weights(tree: SafeTree, rel: str, desc: dict | None, findings: Finding
     try:
         table = read_tensor_table(tree, rel)
     except Missing:
-        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected="model.safetensors", seen="missing")
+        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected=layout.MODEL_FILE, seen="missing")
         return
     except UnsafeEntry as exc:
         findings.add(exc.rule, rel, exc.message, seen=exc.seen)

@@ -16,7 +16,7 @@ from trainmark.checker.checks import telemetry as telemetry_check
 from trainmark.checker.read.safefs import SafeTree
 from trainmark.checker.verdict.codes import ENERGY_001, ENERGY_002, ENERGY_003
 from trainmark.checker.verdict.findings import Findings
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import Event
 
 TOLERANCE = 0.005   # 0.5% of the run's total energy
@@ -37,7 +37,7 @@ def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, 
                     trial_dirs: dict[int, str], findings: Findings) -> None:
     """Every trial's energy domains and, where the trial folder has one, its telemetry file."""
     for k, events in sorted(events_by_trial.items()):
-        rel = _join(folder_rel, f"result_{k}.txt")
+        rel = _join(folder_rel, layout.result_file(k))
         check_trial_energy(events, rel, findings)
         if k in trial_dirs:
             telemetry_check.check_trial(events, tree, _join(folder_rel, trial_dirs[k]), findings)

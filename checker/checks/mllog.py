@@ -23,7 +23,7 @@ from trainmark.checker.verdict.codes import (
     SECURITY_001,
 )
 from trainmark.checker.verdict.findings import Findings
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import Event
 
 TIME_TOLERANCE_S = 0.05  # docs/result-format.md: the summary agrees within 0.05 s per trial
@@ -68,7 +68,7 @@ def check_time_order(events: list[Event], rel: str, findings: Findings) -> None:
 def check_trial_number(record: TrialRecord, findings: Findings) -> None:
     logged = record.value(mllog.TRIAL)
     if mllog.TRIAL in record.points and logged != record.trial:
-        findings.add(MLLOG_004, record.rel, f"result_{record.trial}.txt logs trainmark_trial {logged!r}",
+        findings.add(MLLOG_004, record.rel, f"{layout.result_file(record.trial)} logs trainmark_trial {logged!r}",
                      line=record.line_of(mllog.TRIAL), expected=record.trial, seen=logged)
 
 

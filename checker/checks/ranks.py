@@ -13,7 +13,7 @@ from typing import Any
 
 from trainmark.checker.verdict.codes import RANK_001, RANK_002, RANK_003, RANK_004, RANK_005
 from trainmark.checker.verdict.findings import Findings
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 
 WORLD, LOCAL, NODES, NODE_ENERGY = ("trainmark_world_size", "trainmark_local_batch_size", "trainmark_nodes",
                                     "trainmark_node_energy_j")
@@ -34,7 +34,7 @@ def check_ranks(events_by_trial: dict[int, list], folder_rel: str, findings: Fin
     """Every RANK-* rule over the MLLOG events of one benchmark folder (``{trial: [Event]}``)."""
     worlds: dict[int, tuple[int | None, int]] = {}
     for k, events in sorted(events_by_trial.items()):
-        rel = _join(folder_rel, f"result_{k}.txt")
+        rel = _join(folder_rel, layout.result_file(k))
         _one_writer(events, rel, findings)
         by_key: dict[str, list] = {}
         for e in events:
@@ -52,7 +52,7 @@ def check_ranks(events_by_trial: dict[int, list], folder_rel: str, findings: Fin
         _nodes(by_key, world, rel, findings)
     if worlds and len(worlds) < len(events_by_trial):
         k = min(set(events_by_trial) - set(worlds))
-        findings.add(RANK_001, _join(folder_rel, f"result_{k}.txt"), f"trial {k} does not log trainmark_world_size "
+        findings.add(RANK_001, _join(folder_rel, layout.result_file(k)), f"trial {k} does not log trainmark_world_size "
                      "while other trials of the benchmark do", expected="trainmark_world_size in every trial",
                      seen="missing")
     seen_worlds = {w for w, _ in worlds.values() if w is not None}
@@ -60,7 +60,7 @@ def check_ranks(events_by_trial: dict[int, list], folder_rel: str, findings: Fin
         first = min(worlds)
         for k, (w, line) in sorted(worlds.items()):
             if w is not None and w != worlds[first][0]:
-                findings.add(RANK_001, _join(folder_rel, f"result_{k}.txt"),
+                findings.add(RANK_001, _join(folder_rel, layout.result_file(k)),
                              f"trial {k} ran on {w} ranks, trial {first} on {worlds[first][0]}", line=line,
                              expected=worlds[first][0], seen=w)
 

@@ -16,7 +16,7 @@ from trainmark.checker.verdict.codes import (
     TRIAL_003,
 )
 from trainmark.checker.verdict.findings import Findings
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 from trainmark.rules import convergence
 from trainmark.rules.reference_code import implementation_of
 from trainmark.rules.ruleset import BenchmarkRules
@@ -28,8 +28,8 @@ def check_numbering(trials: list[int], folder_rel: str, rules: BenchmarkRules | 
     expected_count = int(rules.trials) if rules is not None else 0
     for k in range(1, max(max(present, default=0), expected_count) + 1):
         if k not in present:
-            findings.add(TRIAL_001, f"{folder_rel}/result_{k}.txt".lstrip("/"), f"trial {k} is missing",
-                         expected=f"result_{k}.txt and trial_{k}/", seen="missing")
+            findings.add(TRIAL_001, f"{folder_rel}/{layout.result_file(k)}".lstrip("/"), f"trial {k} is missing",
+                         expected=f"{layout.result_file(k)} and {layout.trial_dir(k)}/", seen="missing")
     if rules is not None and len(present) != int(rules.trials):
         findings.add(TRIAL_002, folder_rel, f"{len(present)} trials; the rules of {rules.name} ask for "
                      f"{rules.trials}", expected=rules.trials, seen=len(present))

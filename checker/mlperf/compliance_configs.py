@@ -28,11 +28,11 @@ from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.format import mllog
+from trainmark.format.layout import DIVISIONS
 
 MLPERF_CONFIG_DIR = os.path.dirname(os.path.abspath(mlp_compliance.__file__))  # as the engine joins paths
 _MLPERF_CONFIG = re.compile(r"(?:training|hpc)_\d+\.\d+\.\d+(?:_warn)?/[A-Za-z0-9_]+\.yaml")
 TOKEN = re.compile(r"[A-Za-z0-9_]{1,64}")
-DIVISIONS = ("closed", "open")
 _ENQUEUE = re.compile(r"enqueue_config\(")
 
 

@@ -38,7 +38,7 @@ from trainmark.checker.verdict.codes import (
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.scoring import olympic_mean
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 
 
 @dataclass
@@ -103,8 +103,7 @@ def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str
     benchmark = "maskrcnn" if folder.benchmark == "mask" else folder.benchmark  # the summarizer's alias
     score = MLPerfScore(ruleset, max_dropped=4 if benchmark == "unet3d" else 1,
                         required_runs=benchmark_meta.get_result_file_counts("training").get(benchmark))
-    names = sorted(e.name for e in folder.entries if e.kind == "file" and e.name.startswith("result_")
-                   and e.name.endswith(".txt"))
+    names = sorted(e.name for e in folder.entries if e.kind == "file" and layout.is_result_name(e.name))
     for name in names:
         run = _score_run(tree, f"{folder.rel}/{name}".lstrip("/"), ruleset, findings)
         score.runs.append(run)
@@ -117,7 +116,7 @@ def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str
     if score.dropped > score.max_dropped:
         findings.add(MLPERF_003, folder.rel, f"{score.dropped} runs dropped; MLPerf allows {score.max_dropped} "
                      f"for {benchmark}: no score", expected=f"at most {score.max_dropped}", seen=score.dropped)
-    score.scaling_factor = _scaling_factor(tree, f"{folder.rel}/scaling.json".lstrip("/"), folder, findings)
+    score.scaling_factor = _scaling_factor(tree, f"{folder.rel}/{layout.SCALING_JSON}".lstrip("/"), folder, findings)
     if score.olympic_minutes is not None:
         score.score_minutes = score.olympic_minutes * score.scaling_factor
     return score
@@ -165,7 +164,7 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> ML
 
 
 def _scaling_factor(tree: SafeTree, rel: str, folder: BenchmarkFolder, findings: Findings) -> float:
-    if not any(e.name == "scaling.json" and e.kind == "file" for e in folder.entries):
+    if not any(e.name == layout.SCALING_JSON and e.kind == "file" for e in folder.entries):
         return 1.0
     try:
         value = json.loads(tree.read_bytes(rel, JSON_CAP).decode("utf-8"))["scaling_factor"]

@@ -43,10 +43,10 @@ from trainmark.checker.verdict.codes import (
 from trainmark.checker.verdict.findings import Findings
 from trainmark.digest import sha256_file
 from trainmark.errors import UserError
+from trainmark.format.layout import DIVISIONS, RESULTS_DIR, SYSTEMS_DIR
 
 GiB = 1 << 30
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
-DIVISIONS = ("closed", "open")
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,10 @@ def _archive_prefix(folder: Path) -> list[str]:
         return []                                        # a submission root
     if folder.name in DIVISIONS:
         return [folder.name]                             # a division
-    if entries & {"systems", "results"}:
+    if entries & {SYSTEMS_DIR, RESULTS_DIR}:
         parent = folder.parent.name
         return [parent, folder.name] if parent in DIVISIONS else [folder.name]   # a submitter
-    if any((folder / d / "results").is_dir() or (folder / d / "systems").is_dir() for d in entries):
+    if any((folder / d / RESULTS_DIR).is_dir() or (folder / d / SYSTEMS_DIR).is_dir() for d in entries):
         return [folder.name]  # MLPerf's layout, a folder of submitters: its name may carry the version
     raise UserError(f"{folder}: not a submission root (closed/, open/), a division or a submitter folder "
                     "(systems/, results/); package one of those")

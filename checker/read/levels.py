@@ -22,7 +22,8 @@ from trainmark.checker.read.safefs import (
 from trainmark.checker.verdict.codes import HOSTILE_001, HOSTILE_003, LAYOUT_001, LAYOUT_002, LAYOUT_004, LAYOUT_005
 from trainmark.checker.verdict.findings import Findings
 from trainmark.errors import UserError
-from trainmark.format.layout import DIVISIONS, NAME
+from trainmark.format.layout import BENCHMARKS_DIR, DIVISIONS, EPOCHS_LOG, NAME, RESULTS_DIR, SYSTEMS_DIR
+from trainmark.format.layout import is_result_name as _is_result_name
 
 
 @dataclass
@@ -62,13 +63,13 @@ def detect_level(path: Path, tree: SafeTree) -> str:
         return "submission"
     if path.name in DIVISIONS:
         return "division"
-    if dirs & {"results", "systems"}:
+    if dirs & {RESULTS_DIR, SYSTEMS_DIR}:
         return "submitter"
-    if path.parent.name == "results":
+    if path.parent.name == RESULTS_DIR:
         return "system"
     if any(_is_submitter(tree, d) for d in sorted(dirs)[:1000]):
         return "submission"  # MLPerf's layout: a folder of submitter folders
-    if path.parent.parent.name == "results" or "epochs.log" in files or any(_is_result_name(f) for f in files):
+    if path.parent.parent.name == RESULTS_DIR or EPOCHS_LOG in files or any(_is_result_name(f) for f in files):
         return "benchmark"
     raise UserError(
         f"{path} is not a result folder: expected a submission root (closed/, open/), a division, "
@@ -78,13 +79,9 @@ def detect_level(path: Path, tree: SafeTree) -> str:
 
 def _is_submitter(tree: SafeTree, rel: str) -> bool:
     try:
-        return any(e.kind == "dir" and e.name in ("results", "systems") for e in tree.list_dir(rel))
+        return any(e.kind == "dir" and e.name in (RESULTS_DIR, SYSTEMS_DIR) for e in tree.list_dir(rel))
     except (UnsafeEntry, Missing):
         return False
-
-
-def _is_result_name(name: str) -> bool:
-    return name.startswith("result_") and name.endswith(".txt")
 
 
 def walk(path: Path, tree: SafeTree, findings: Findings) -> Layout:
@@ -103,7 +100,7 @@ def walk(path: Path, tree: SafeTree, findings: Findings) -> Layout:
         walker.system("", path.name, submitter_dir.name, _division_of(submitter_dir.parent))
     else:
         system_dir = path.parent
-        known = system_dir.parent.name == "results"
+        known = system_dir.parent.name == RESULTS_DIR
         walker.benchmark("", path.name, system_dir.name if known else None,
                          system_dir.parent.parent.name if known else None,
                          _division_of(system_dir.parent.parent.parent) if known else None)
@@ -179,11 +176,11 @@ class _Walker:
             return
         names = {e.name: e for e in entries}
         for e in entries:
-            if e.name not in ("systems", "results", "benchmarks") and division is not None:  # benchmarks/: code_check
+            if e.name not in (SYSTEMS_DIR, RESULTS_DIR, BENCHMARKS_DIR) and division is not None:  # benchmarks/: code
                 self.unexpected(rel, e, "a submitter folder holds systems/, results/ and benchmarks/")
         system_files: set[str] | None = None
-        systems_rel = posixpath.join(rel, "systems")
-        if "systems" not in names or names["systems"].kind != "dir":
+        systems_rel = posixpath.join(rel, SYSTEMS_DIR)
+        if SYSTEMS_DIR not in names or names[SYSTEMS_DIR].kind != "dir":
             self.findings.add(LAYOUT_001, systems_rel, f"folder {systems_rel} is missing",
                               expected="systems/<system>.json for every system")
         else:
@@ -195,8 +192,8 @@ class _Walker:
                                                           submitter, division))
                 elif division is not None:
                     self.unexpected(systems_rel, e, "systems/ holds <system>.json files")
-        results_rel = posixpath.join(rel, "results")
-        if "results" not in names or names["results"].kind != "dir":
+        results_rel = posixpath.join(rel, RESULTS_DIR)
+        if RESULTS_DIR not in names or names[RESULTS_DIR].kind != "dir":
             self.findings.add(LAYOUT_001, results_rel, f"folder {results_rel} is missing",
                               expected="results/<system>/<benchmark>/")
             return

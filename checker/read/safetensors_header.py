@@ -15,6 +15,7 @@ import math
 
 from trainmark.checker.read.safefs import SafeTree
 from trainmark.checker.verdict.codes import CONFORM_004, HOSTILE_004
+from trainmark.format.layout import MODEL_FILE
 
 # The largest reference header is inception-v3's, 67,096 bytes (580 tensors; measured by building every
 # registered reference on the meta device and writing its safetensors header): 1 MiB leaves 15x.
@@ -72,7 +73,7 @@ def read_tensor_table(tree: SafeTree, rel: str) -> dict[str, dict]:
     return parse_header(data[8:], size - 8 - length, rel)
 
 
-def parse_header(raw: bytes, data_size: int, rel: str = "model.safetensors") -> dict[str, dict]:
+def parse_header(raw: bytes, data_size: int, rel: str = MODEL_FILE) -> dict[str, dict]:
     """Validate the JSON header against the data section's size."""
     try:
         header = json.loads(raw.decode("utf-8"))

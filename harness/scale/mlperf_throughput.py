@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainmark.format import mllog
+from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import read_records
 from trainmark.harness.scale import projection as scale_model
 
@@ -71,11 +71,11 @@ def run_throughput(path: Path) -> tuple[int, float]:
 
 
 def system_throughput(submitter_dir: Path, system: str, benchmark: str) -> SystemThroughput:
-    desc = json.loads(_read(Path(submitter_dir) / "systems" / f"{system}.json"))
+    desc = json.loads(_read(Path(submitter_dir) / layout.SYSTEMS_DIR / layout.system_file(system)))
     accelerators = int(desc["number_of_nodes"]) * int(desc["accelerators_per_node"])
-    runs = sorted((Path(submitter_dir) / "results" / system / benchmark).glob("result_*.txt"))
+    runs = sorted((Path(submitter_dir) / layout.RESULTS_DIR / system / benchmark).glob(layout.RESULT_GLOB))
     if not runs:
-        raise ValueError(f"{submitter_dir}: no results/{system}/{benchmark}/result_*.txt")
+        raise ValueError(f"{submitter_dir}: no {layout.RESULTS_DIR}/{system}/{benchmark}/{layout.RESULT_GLOB}")
     measured = [run_throughput(p) for p in runs]
     batches = {b for b, _ in measured}
     if len(batches) != 1:

@@ -24,15 +24,14 @@ from pathlib import Path
 
 from trainmark.errors import UserError
 from trainmark.files import read_json_report, write_atomic, write_json_atomic
+from trainmark.format import artifacts
 from trainmark.harness.scale import projection as scale_model
 
-FORMAT = "trainmark-scale/1"
+FORMAT = artifacts.SCALE_FORMAT
 WORKER = ["-m", "trainmark.harness.scale.worker"]
 # Message sizes for the link fit: 64 KiB .. 4 MiB, large enough that bandwidth shows, small enough for CI.
 ALLREDUCE_SIZES = [1 << 16, 1 << 18, 1 << 20, 1 << 22]
-POINT_FIELDS = ["world_size", "nnodes", "nproc_per_node", "status", "global_batch", "local_batch", "samples_per_s",
-                "step_s", "compute_s", "comm_s", "exposed_comm_s", "efficiency", "predicted_samples_per_s",
-                "prediction_error", "error"]
+POINT_FIELDS = artifacts.SCALE_POINT_FIELDS
 
 
 @dataclass
@@ -114,7 +113,7 @@ def worker_error(stderr: str) -> str:
 def measure_world(s: ScaleSettings, nproc: int, entry: list[str], workdir: Path) -> dict:
     """One torchrun launch; a failure is a point with status 'failed' and the rank that died."""
     world = nproc * s.nnodes
-    result = workdir / f"point-{world}.json"
+    result = workdir / artifacts.scale_point_file(world)
     point = dict.fromkeys(POINT_FIELDS)
     point.update(world_size=world, nnodes=s.nnodes, nproc_per_node=nproc)
     try:
@@ -132,8 +131,7 @@ def measure_world(s: ScaleSettings, nproc: int, entry: list[str], workdir: Path)
         point.update(status="elsewhere", error="global rank 0 ran on another node, which holds the figures")
         return point
     data = json.loads(result.read_text(encoding="utf-8"))
-    point.update({k: data.get(k) for k in ("global_batch", "local_batch", "samples_per_s", "step_s", "compute_s",
-                                           "comm_s", "exposed_comm_s")}, status="ok")
+    point.update({k: data.get(k) for k in artifacts.SCALE_POINT_MEASURED}, status="ok")
     point["_raw"] = data
     return point
 
@@ -281,12 +279,12 @@ def write_outputs(result: dict, out_dir: Path, plots: bool = True) -> dict:
     """scale.json, scale.csv and scale.png in ``out_dir``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": str(out_dir / "scale.csv")}
-    write_csv(result, out_dir / "scale.csv")
+    paths = {"csv": str(out_dir / artifacts.SCALE_CSV)}
+    write_csv(result, out_dir / artifacts.SCALE_CSV)
     if plots:
-        paths["plot"] = result["plot"] = plot(result, out_dir / "scale.png")
-    write_json_atomic(out_dir / "scale.json", _finite(result))
-    paths["json"] = str(out_dir / "scale.json")
+        paths["plot"] = result["plot"] = plot(result, out_dir / artifacts.SCALE_PLOT)
+    write_json_atomic(out_dir / artifacts.SCALE_JSON, _finite(result))
+    paths["json"] = str(out_dir / artifacts.SCALE_JSON)
     return paths
 
 
@@ -332,7 +330,7 @@ def format_summary(result: dict) -> str:
 
 # ---------------------------------------------------------------- trainmark ops --op allreduce
 
-ALLREDUCE_FORMAT = "trainmark-allreduce/1"
+ALLREDUCE_FORMAT = artifacts.ALLREDUCE_FORMAT
 REPORT_CAP = 1 << 20  # an all-reduce report is a few KB
 
 
@@ -343,7 +341,7 @@ def measure_allreduce(nproc: int, device: str = "cpu", sizes: list[int] | None =
         raise UserError(f"--nproc {nproc}: an all-reduce needs at least 2 ranks")
     sizes = sizes or ALLREDUCE_SIZES
     with tempfile.TemporaryDirectory(prefix="trainmark-allreduce-") as tmp:
-        out = Path(tmp) / "allreduce.json"
+        out = Path(tmp) / artifacts.ALLREDUCE_FILE
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--standalone",
                "--nnodes", "1", *(entry or WORKER), "--only-allreduce", "--result", str(out), "--device", device,
                "--steps", str(steps), "--repeats", str(repeats), "--allreduce-sizes", ",".join(map(str, sizes))]

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-FORMAT = "trainmark-scale-point/1"
+from trainmark.format.artifacts import SCALE_POINT_FORMAT as FORMAT
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from trainmark.errors import UserError
+from trainmark.format import artifacts
 from trainmark.harness.frameworks.backend import BACKENDS
 from trainmark.harness.measure import flops as _flops
 from trainmark.harness.measure import peaks as _peaks
@@ -36,7 +37,7 @@ __all__ = ["Shape", "default_shapes", "measure", "run_ops", "format_report", "me
            "read_report",
            "CONFIRM_FRACTION", "FORMAT"]
 
-FORMAT = "trainmark-ops/1"
+FORMAT = artifacts.OPS_FORMAT
 # Vendors' own GEMM benchmarks reach 70-90 % of the dense datasheet figure on large shapes
 # (the lent H200 measured 769-798 of 989 TFLOP/s bf16, 78-81 %); 80 % is where we call it confirmed.
 CONFIRM_FRACTION = 0.80

@@ -24,23 +24,17 @@ from typing import Any, Callable
 
 import torch
 
+from trainmark.format import artifacts
 from trainmark.harness.measure import flops as _flops
 from trainmark.harness.measure import peaks as _peaks
 from trainmark.harness.throughput import oom as _oom
 
 __all__ = ["SweepSettings", "run_sweep", "FORMAT", "POINT_FIELDS", "resolve_precision"]
 
-FORMAT = "trainmark-sweep/1"
+FORMAT = artifacts.SWEEP_FORMAT
 STEPS_PER_EPOCH_FOR_SCHEDULES = 100  # learning-rate schedules need one; throughput does not depend on it
 
-# Every point has exactly these keys (CSV columns, in order).
-POINT_FIELDS = [
-    "benchmark", "device", "device_name", "data", "precision", "precision_used", "batch_size", "in_grid",
-    "status", "error", "warmup_steps", "steps", "seconds", "samples", "samples_per_s", "step_ms",
-    "flops_per_step", "tflops", "peak_dtype", "peak_tflops", "peak_kind", "utilization",
-    "ceiling_tflops", "utilization_of_ceiling", "energy_j", "j_per_sample", "energy_method",
-    "energy_reason", "peak_memory_bytes", "peak_memory_method", "loss_finite",
-]
+POINT_FIELDS = artifacts.SWEEP_POINT_FIELDS  # every point has exactly these keys (CSV columns, in order)
 
 
 @dataclass

@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 
 from trainmark.files import write_atomic
-from trainmark.harness.throughput.sweep import POINT_FIELDS
+from trainmark.format.artifacts import SWEEP_CSV, SWEEP_ENERGY_PNG, SWEEP_JSON, SWEEP_THROUGHPUT_PNG
+from trainmark.format.artifacts import SWEEP_POINT_FIELDS as POINT_FIELDS
 
 __all__ = ["write_outputs", "write_csv", "write_json", "plot", "format_summary"]
 
@@ -47,8 +48,8 @@ def plot(result: dict, out_dir: Path) -> dict:
     made: dict = {}
     ok = [p for p in result["points"] if p["status"] == "ok"]
     precisions = sorted({p["precision"] for p in ok})
-    for key, ylabel, fname in (("samples_per_s", "samples / s", "throughput.png"),
-                               ("j_per_sample", "J / sample", "energy.png")):
+    for key, ylabel, fname in (("samples_per_s", "samples / s", SWEEP_THROUGHPUT_PNG),
+                               ("j_per_sample", "J / sample", SWEEP_ENERGY_PNG)):
         series = {pr: sorted((p["batch_size"], p[key]) for p in ok if p["precision"] == pr and p[key] is not None)
                   for pr in precisions}
         series = {pr: s for pr, s in series.items() if s}
@@ -79,10 +80,10 @@ def write_outputs(result: dict, out_dir: Path, plots: bool = True) -> dict:
     """sweep.csv, sweep.json and the plots in ``out_dir``; returns their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": str(write_csv(result, out_dir / "sweep.csv"))}
+    paths = {"csv": str(write_csv(result, out_dir / SWEEP_CSV))}
     if plots:
         result["plots"] = plot(result, out_dir)
-    paths["json"] = str(write_json(result, out_dir / "sweep.json"))
+    paths["json"] = str(write_json(result, out_dir / SWEEP_JSON))
     return {**paths, **{k: v for k, v in result.get("plots", {}).items() if not k.endswith("_reason")}}
 
 

@@ -43,9 +43,9 @@ RELEASED_CODE_FILE = "reference-code.json"    # the released reference's hashes 
 # An MLPerf benchmark folder: the review's scaling factor (MLPERF-005)
 SCALING_JSON = "scaling.json"
 
-RESULT_PREFIX = "result_"
+RESULT_PREFIX, RESULT_SUFFIX = "result_", ".txt"
 TRIAL_PREFIX = "trial_"
-RESULT_GLOB = "result_*.txt"
+RESULT_GLOB = f"{RESULT_PREFIX}*{RESULT_SUFFIX}"   # any trial's or MLPerf run's log, loosely
 
 NAME_CHARS = "A-Za-z0-9._-"
 NAME = re.compile(f"[{NAME_CHARS}]+")                          # a division, submitter, system or benchmark
@@ -93,6 +93,11 @@ def system_file(system: str) -> str:
 def record_parts(benchmark: str, system: str) -> tuple[str, str, str, str]:
     """The implementation record's folder below ``<division>/<submitter>/``."""
     return (BENCHMARKS_DIR, benchmark, IMPLEMENTATIONS_DIR, system)
+
+
+def is_result_name(name: str) -> bool:
+    """Loosely a result file (``result_*.txt``, MLPerf's too): what makes a folder a benchmark folder."""
+    return name.startswith(RESULT_PREFIX) and name.endswith(RESULT_SUFFIX)
 
 
 def trial_of(name: str) -> int | None:
