@@ -185,3 +185,10 @@ def test_no_file_name_of_the_format_is_spelled_outside_it():
                 if literal.search(line.split("#")[0]):
                     offenders.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_system_file_names_round_trip():
+    assert layout.system_of(layout.system_file("1xNVIDIA-H200")) == "1xNVIDIA-H200"
+    assert layout.system_of("notes.txt") is None and layout.system_of(".json") == ""
+    assert layout.is_result_name("result_7.txt") and layout.is_result_name("result_x.txt")  # loosely: MLPerf's too
+    assert not layout.is_result_name("result_1.txt.bak")

@@ -22,7 +22,7 @@ from trainmark.checker.read.safefs import (
 from trainmark.checker.verdict.codes import HOSTILE_001, HOSTILE_003, LAYOUT_001, LAYOUT_002, LAYOUT_004, LAYOUT_005
 from trainmark.checker.verdict.findings import Findings
 from trainmark.errors import UserError
-from trainmark.format.layout import BENCHMARKS_DIR, DIVISIONS, EPOCHS_LOG, NAME, RESULTS_DIR, SYSTEMS_DIR
+from trainmark.format.layout import BENCHMARKS_DIR, DIVISIONS, EPOCHS_LOG, NAME, RESULTS_DIR, SYSTEMS_DIR, system_of
 from trainmark.format.layout import is_result_name as _is_result_name
 
 
@@ -186,9 +186,9 @@ class _Walker:
         else:
             system_files = set()
             for e in self.listing(systems_rel) or []:
-                if e.kind == "file" and e.name.endswith(".json"):
-                    system_files.add(e.name[:-5])
-                    self.layout.systems.append(SystemFile(posixpath.join(systems_rel, e.name), e.name[:-5],
+                if e.kind == "file" and (system_name := system_of(e.name)) is not None:
+                    system_files.add(system_name)
+                    self.layout.systems.append(SystemFile(posixpath.join(systems_rel, e.name), system_name,
                                                           submitter, division))
                 elif division is not None:
                     self.unexpected(systems_rel, e, "systems/ holds <system>.json files")

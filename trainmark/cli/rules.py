@@ -14,6 +14,7 @@ from trainmark import rules as rules_package
 from trainmark.cli.arguments import rules_dir as check_rules_dir
 from trainmark.cli.arguments import version_arguments
 from trainmark.errors import UserError
+from trainmark.format import layout
 from trainmark.rules import get_rules, load_ruleset
 from trainmark.rules.docs import render_markdown
 
@@ -142,7 +143,7 @@ def cmd_compliance(args) -> int:
     from trainmark.checker.mlperf import compliance_rules as compliance
     from trainmark.files import write_text_atomic
 
-    if args.division not in ("closed", "open"):
+    if args.division not in layout.DIVISIONS:
         raise UserError(f"--division {args.division!r}: use closed or open")
     text = compliance.compliance_yaml(get_rules(args.benchmark, args.rules_version, args.rules_dir), args.division)
     if args.output is None:

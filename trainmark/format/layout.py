@@ -19,6 +19,7 @@ DIVISIONS = ("closed", "open")
 SYSTEMS_DIR = "systems"
 RESULTS_DIR = "results"
 BENCHMARKS_DIR = "benchmarks"          # beside results/: benchmarks/<benchmark>/implementations/<system>/
+SYSTEM_SUFFIX = ".json"                # systems/<system>.json
 INTERRUPTED_DIR = "interrupted"        # an archived, unfinished trial (``--resume``)
 
 EPOCHS_LOG = "epochs.log"
@@ -87,7 +88,12 @@ def trial_dir(k: int) -> str:
 
 
 def system_file(system: str) -> str:
-    return f"{system}.json"
+    return f"{system}{SYSTEM_SUFFIX}"
+
+
+def system_of(name: str) -> str | None:
+    """The system a ``systems/`` file name describes (``<system>.json``), else None."""
+    return name[:-len(SYSTEM_SUFFIX)] if name.endswith(SYSTEM_SUFFIX) else None
 
 
 def record_parts(benchmark: str, system: str) -> tuple[str, str, str, str]:
