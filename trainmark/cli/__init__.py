@@ -11,6 +11,7 @@ import sys
 
 from trainmark import __version__
 from trainmark.errors import UserError
+from trainmark.format.text import printable  # stdlib only: keeps --help light
 
 # Adding a command means adding its module here (one module per command, in `trainmark --help`'s order).
 COMMAND_MODULES = [
@@ -66,16 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except UserError as exc:
-        from trainmark.checker.verdict.findings import printable  # one line, whatever names the message quotes
-
+    except UserError as exc:  # one line, whatever names the message quotes
         print(f"trainmark {args.command}: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"trainmark {args.command}: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # the environment, not a bug: disk full, a folder not writable, a path too long
-        from trainmark.checker.verdict.findings import printable
         from trainmark.outputs import os_error_line
 
         print(f"trainmark {args.command}: error: {printable(os_error_line(exc))}", file=sys.stderr)
