@@ -2,8 +2,12 @@
 
 The checker recomputes every score; it does not keep the per-epoch points a plot needs
 (metric, training time so far without evaluation, energy so far). Those are read here from
-the same MLLOG files with the checker's own bounded, link-refusing reader (``SafeTree``,
-``read_events``), so nothing in the folder chooses a file to load or code to run.
+the same MLLOG files with the hardened MLLOG reader (trainmark.format.mllog_read), the files
+themselves through ``FolderFiles``: the command layer (trainmark.cli.checked) runs the check
+and hands over the checked folder's files read as the checker reads them (no links, capped).
+Only files the checker's report names are read, so nothing in the folder chooses a file to
+load or code to run. The report (``trainmark check --json``'s dict, ``trainmark-check/1``) is
+used through its JSON fields only: report/ never imports the checker.
 """
 from __future__ import annotations
 
@@ -11,14 +15,18 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.read.mllog_read import read_events
-from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.findings import Findings
-from trainmark.checker.verdict.result import Report
 from trainmark.format import layout, mllog
+from trainmark.format.mllog_read import read_records
+
+
+class FolderFiles(Protocol):
+    """The checked folder's files, read the checker's way (no links, capped); None when one cannot be read."""
+
+    def log_file(self, rel: str) -> bytes | None: ...      # a result file (the checker's cap for logs)
+
+    def json_file(self, rel: str) -> bytes | None: ...     # a system description (the cap for JSON files)
 
 
 @dataclass
@@ -57,7 +65,7 @@ class BenchmarkView:
 
 @dataclass
 class ReportData:
-    report: dict                 # Report.to_dict()
+    report: dict                 # the checker's report as JSON (trainmark-check/1)
     benchmarks: list[BenchmarkView]
     systems: dict[str, dict]     # system file (relative) -> its description, or {} when unreadable
 
@@ -107,17 +115,20 @@ def trial_curve(events) -> tuple[list[CurvePoint], float | None]:
     return curve, (samples or None)
 
 
-def _read_system(tree: SafeTree, rel: str) -> dict:
+def _read_system(files: FolderFiles, rel: str) -> dict:
+    data = files.json_file(rel)
+    if data is None:
+        return {}
     try:
-        value = json.loads(tree.read_bytes(rel, JSON_CAP).decode("utf-8"))
-    except (Missing, UnsafeEntry, UnicodeDecodeError, ValueError, RecursionError):
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def read_systems(tree: SafeTree, report: dict) -> dict[str, dict]:
+def read_systems(files: FolderFiles, report: dict) -> dict[str, dict]:
     """Every system description the checker listed, read with its caps ({} when unreadable)."""
-    return {s["file"]: _read_system(tree, s["file"]) for s in report["systems"]}
+    return {s["file"]: _read_system(files, s["file"]) for s in report["systems"]}
 
 
 def _rules_for(name: str, version: str | None, rules_root: Path | None):
@@ -129,17 +140,16 @@ def _rules_for(name: str, version: str | None, rules_root: Path | None):
         return None
 
 
-def _trainmark_trials(tree: SafeTree, result: dict, missing: list[str]) -> list[TrialView]:
+def _trainmark_trials(files: FolderFiles, result: dict, missing: list[str]) -> list[TrialView]:
     views = []
     for summary in result["trials"]:
         view = TrialView(summary)
-        try:
-            data = tree.read_bytes(summary["file"], LOG_CAP)
-        except (Missing, UnsafeEntry):
+        data = files.log_file(summary["file"])
+        if data is None:
             missing.append(f"trial {summary['trial']}: its result file cannot be read")
             views.append(view)
             continue
-        events = read_events(data, summary["file"], Findings(), strict=True)
+        events = read_records(data, strict=True)  # the checker has reported what is wrong in it
         view.curve, samples = trial_curve(events)
         train = _number(summary.get("train_time_s"))
         if samples and train:
@@ -179,41 +189,27 @@ def _missing(result: dict, trials: list[TrialView]) -> list[str]:
     return out
 
 
-def _gather(report: Report, options: CheckOptions) -> tuple[list[BenchmarkView], dict[str, dict]]:
-    """Curves, rules and systems of a checked folder (read while the folder still exists)."""
-    as_dict = report.to_dict()
-    tree = SafeTree(Path(report.path))
+def findings_under(report: dict, rel: str) -> list[dict]:
+    """The findings of the checker's report in ``rel`` or below it (every finding when ``rel`` is '')."""
+    prefix = rel + "/" if rel else ""
+    return [dict(f) for f in report["findings"] if not rel or f["file"] == rel or f["file"].startswith(prefix)]
+
+
+def gather(report: dict, files: FolderFiles, rules_root: Path | None = None
+           ) -> tuple[list[BenchmarkView], dict[str, dict]]:
+    """Curves, rules and systems of a checked folder (read while the folder still exists).
+
+    ``report``: the checker's report as JSON; ``files``: that folder's files; ``rules_root``: the
+    rules the check used (None: the shipped ones)."""
     views = []
-    for result in as_dict["benchmarks"]:
+    for result in report["benchmarks"]:
         missing: list[str] = []
-        trials = _trainmark_trials(tree, result, missing) if result["format"] == "trainmark" else []
-        under = [f.to_dict() for f in report.findings_under(result["path"])]
-        rules = _rules_for(result["benchmark"], result.get("rules_version"), options.rules_root) \
-            if result["format"] == "trainmark" else None
+        trainmark = result["format"] == "trainmark"
+        trials = _trainmark_trials(files, result, missing) if trainmark else []
+        under = findings_under(report, result["path"])
+        rules = _rules_for(result["benchmark"], result.get("rules_version"), rules_root) if trainmark else None
         views.append(BenchmarkView(result, trials, under, rules, _missing(result, trials) + missing))
-    return views, read_systems(tree, as_dict)
-
-
-def collect(path: Path | str, options: CheckOptions | None = None) -> ReportData:
-    """Check ``path`` (a folder, or an archive unpacked as ``trainmark check`` unpacks it) and gather
-    everything the report shows; raises ``UserError`` like the checker."""
-    from trainmark.checker.read import archive
-
-    options = options or CheckOptions()
-    path = Path(path)
-    if path.is_file() and archive.is_archive_name(path):
-        gathered: dict = {}
-
-        def check_folder(root: Path, opts: CheckOptions) -> Report:
-            report = check_path(root, opts)
-            gathered["views"], gathered["systems"] = _gather(report, opts)  # before the folder is removed
-            return report
-
-        report = archive.check_archive(path, options, check_folder)
-        return ReportData(report.to_dict(), gathered.get("views", []), gathered.get("systems", {}))
-    report = check_path(path, options)
-    views, systems = _gather(report, options)
-    return ReportData(report.to_dict(), views, systems)
+    return views, read_systems(files, report)
 
 
 def system_of(data: ReportData, result: dict) -> dict:

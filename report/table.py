@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 from trainmark.report.fmt import num
@@ -109,14 +108,3 @@ def to_markdown(table: dict) -> str:
 
 def to_json(table: dict) -> str:
     return json.dumps(table, indent=2, allow_nan=False) + "\n"
-
-
-def table_of_folders(paths: list[Path], options) -> dict:
-    """Check each folder or archive (archives are unpacked as `trainmark check` does) and tabulate."""
-    from trainmark.report.collect import collect
-
-    reports = []
-    for path in paths:
-        data = collect(path, options)
-        reports.append((data.report, data.systems))
-    return build_table(reports)

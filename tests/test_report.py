@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import synthetic
 
-from trainmark.checker.check import CheckOptions
-from trainmark.checker.read.mllog_read import read_events
-from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
+from trainmark.cli.checked import collect
+from trainmark.format.mllog_read import read_records
 from trainmark.reference import registry
-from trainmark.report.collect import collect, trial_curve
+from trainmark.report.collect import gather, trial_curve
 from trainmark.report.markdown import render_markdown
 from trainmark.report.page import render_html
 from trainmark.rules import get_rules
@@ -33,7 +35,7 @@ def write(root: Path, plans=None) -> Path:
 def test_curve_points_are_the_training_time_and_energy_before_each_evaluation(clean_submission):
     # default plans: trial k trains 30 + 1.5 k s and 1500 J per epoch, evaluates 3 s and 120 J
     data = (clean_submission / BENCH / "result_2.txt").read_bytes()
-    curve, samples = trial_curve(read_events(data, "r", Findings(), strict=True))
+    curve, samples = trial_curve(read_records(data, strict=True))
     assert [p.epoch for p in curve] == [1, 2, 3, 4, 5]
     assert [p.train_s for p in curve] == pytest.approx([33.0 * e for e in range(1, 6)])
     assert [p.train_energy_j for p in curve] == pytest.approx([1500.0 * e for e in range(1, 6)])
@@ -107,7 +109,7 @@ def test_hostile_text_is_escaped(tmp_path):
 
 def test_cli_writes_html_and_markdown(tmp_path, capsys):
     rules = get_rules("tiny-test", rules_root=TEST_RULES)
-    synthetic.write_submission(tmp_path / "s", rules, registry.get("tiny-test").build_model())
+    synthetic.write_submission(tmp_path / "s", rules, registry.for_rules(rules).build_model())
     out = tmp_path / "r.html"
     assert main(["report", str(tmp_path / "s"), "-o", str(out), "--rules-dir", str(TEST_RULES)]) == 0
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
@@ -139,6 +141,27 @@ def test_an_archive_is_reported_like_its_folder(clean_submission, tmp_path):
     assert "No benchmark result could be read" in render_html(refused)
 
 
+def test_the_report_reads_only_what_the_command_hands_it(clean_submission):
+    """report/ gets the check's JSON and the folder's files from the command layer (cli/checked.py);
+    a file it is refused shows as missing, and report/ imports neither the checker nor the harness."""
+    class Refused:
+        def log_file(self, rel):
+            return None
+
+        def json_file(self, rel):
+            return None
+
+    report = check_path(clean_submission, TINY).to_dict()
+    (view,), systems = gather(report, Refused())
+    assert [t.curve for t in view.trials] == [[]] * 5 and systems == {report["systems"][0]["file"]: {}}
+    assert "trial 1: its result file cannot be read" in view.missing
+    code = ("import sys, trainmark.report.page, trainmark.report.markdown, trainmark.report.table, "
+            "trainmark.report.compare, trainmark.report.sweeps; "
+            "print(sorted(m for m in sys.modules if m.startswith(('trainmark.checker', 'trainmark.harness'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def sweep_file(tmp_path: Path) -> Path:
     points = [{"status": "ok", "precision": "fp32", "precision_used": "fp32", "batch_size": b, "samples_per_s": s,
                "tflops": s * 1e-4, "j_per_sample": None} for b, s in ((32, 900.0), (64, 1500.0), (128, 1700.0))]
@@ -152,7 +175,7 @@ def sweep_file(tmp_path: Path) -> Path:
 
 def test_sweep_plots_are_added_and_bad_sweep_files_refused(tmp_path, capsys):
     rules = get_rules("tiny-test", rules_root=TEST_RULES)
-    synthetic.write_submission(tmp_path / "s", rules, registry.get("tiny-test").build_model())
+    synthetic.write_submission(tmp_path / "s", rules, registry.for_rules(rules).build_model())
     out = tmp_path / "r.html"
     args = ["report", str(tmp_path / "s"), "-o", str(out), "--rules-dir", str(TEST_RULES)]
     assert main([*args, "--sweep", str(sweep_file(tmp_path))]) == 0

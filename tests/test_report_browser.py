@@ -16,7 +16,7 @@ import pytest
 import synthetic
 
 from trainmark.checker.check import CheckOptions
-from trainmark.report.collect import collect
+from trainmark.cli.checked import collect
 from trainmark.report.page import render_html
 from trainmark.rules import get_rules
 

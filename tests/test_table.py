@@ -11,8 +11,9 @@ import synthetic
 
 from trainmark.checker.check import CheckOptions
 from trainmark.cli import main
+from trainmark.cli.checked import table_of_folders
 from trainmark.reference import registry
-from trainmark.report.table import table_of_folders, to_csv, to_json, to_markdown
+from trainmark.report.table import to_csv, to_json, to_markdown
 from trainmark.rules import get_rules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +25,7 @@ RULES = get_rules("tiny-test", rules_root=TEST_RULES)
 @pytest.fixture(scope="module")
 def two_systems(tmp_path_factory):
     root = tmp_path_factory.mktemp("t")
-    synthetic.write_submission(root, RULES, registry.get("tiny-test").build_model(), systems=("sysA", "sysB"),
+    synthetic.write_submission(root, RULES, registry.for_rules(RULES).build_model(), systems=("sysA", "sysB"),
                                plans=[synthetic.TrialPlan(seed=5 + k, metrics=[0.5, 0.95]) for k in range(3)])
     desc = root / "closed" / "acme" / "systems" / "sysB.json"
     d = json.loads(desc.read_text())

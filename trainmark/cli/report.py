@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def run_report(args) -> int:
-    from trainmark.report.collect import collect
+    from trainmark.cli.checked import collect
     from trainmark.report.sweeps import load_sweep
 
     sweeps = [load_sweep(p) for p in args.sweep]   # bad files fail before the long check

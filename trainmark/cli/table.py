@@ -20,9 +20,10 @@ def register(subparsers) -> None:
 
 
 def run_table(args) -> int:
+    from trainmark.cli.checked import table_of_folders
     from trainmark.report import table
 
-    result = table.table_of_folders(list(args.paths), judge_options(args))
+    result = table_of_folders(list(args.paths), judge_options(args))
     text = {"csv": table.to_csv, "md": table.to_markdown, "json": table.to_json}[args.format](result)
     emit(text, args.output)
     return 0
