@@ -135,49 +135,18 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     result = BenchmarkResult("trainmark", folder.rel, folder.benchmark, folder.division, folder.submitter,
                              folder.system)
     results, trial_dirs, has_epochs_log = _classify(folder, findings)
-    events_by_trial: dict[int, list[Event]] = {}
-    for k, name in sorted(results.items()):
-        rel = _join(folder.rel, name)
-        data = _read(tree, rel, findings)
-        if data is not None:
-            events_by_trial[k] = read_events(data, rel, findings, strict=True)
-    logged_version = _first_value(events_by_trial, mllog.RULES_VERSION)
-    known = getattr(ctx.rules_for, "versions", None)
-    if isinstance(logged_version, str) and known is not None and logged_version not in known:
-        findings.add(RULES_001, folder.rel, f"the logs declare rules version {logged_version!r}, which this "
-                     f"checker does not know", expected=f"one of {', '.join(known)}", seen=logged_version)
+    events_by_trial = _read_result_files(folder, tree, results, findings)
+    chosen = _rules_and_division(folder, events_by_trial, ctx, result, findings)
+    if chosen is None:
         return result
-    rules = ctx.rules_for(folder.benchmark, logged_version if isinstance(logged_version, str) else None)
-    if rules is None:
-        findings.add(LAYOUT_006, folder.rel, f"no rules for benchmark {folder.benchmark!r}",
-                     expected="a benchmark of `trainmark rules list`", seen=folder.benchmark)
-        return result
-    result.rules_version = rules.version
-    division = folder.division
-    if division is None:
-        logged = _first_value(events_by_trial, mllog.SUBMISSION_DIVISION)
-        division = logged if logged in DIVISIONS else "closed"
-        ctx.notes.append(f"{folder.rel or '.'}: division taken from the logs: {division}")
-        result.division = division
+    rules, division = chosen
 
     records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
     rank_check.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
-    if has_epochs_log:
-        rel = _join(folder.rel, layout.EPOCHS_LOG)
-        data = _read(tree, rel, findings)
-        if data is not None:
-            text_lines = check_epochs_log(data, rel, rules, findings)
-            check_agreement(text_lines, rel, records, findings)
-    else:
-        findings.add(LAYOUT_003, _join(folder.rel, layout.EPOCHS_LOG), f"{layout.EPOCHS_LOG} is missing",
-                     expected=layout.EPOCHS_LOG, seen="missing")
+    _check_text_log(folder, tree, has_epochs_log, rules, records, findings)
     ordered = [records[k] for k in sorted(records)]
     trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
-    for k in sorted(trial_dirs.keys() - results.keys()):
-        if k > max(max(results, default=0), int(rules.trials)):  # inside that range TRIAL-001 says it
-            findings.add(LAYOUT_003, _join(folder.rel, layout.result_file(k)),
-                         f"{layout.trial_dir(k)}/ has no {layout.result_file(k)}",
-                         expected=layout.result_file(k), seen="missing")
+    _check_trial_dirs_without_results(folder, results, trial_dirs, rules, findings)
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
     trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
@@ -192,6 +161,66 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     check_spread(ordered, result.score.get("cv_train_time"), other_load, folder.rel, rules, findings)
     result.trials = [trial_summary(r) for r in ordered]
     return result
+
+
+def _read_result_files(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str],
+                       findings: Findings) -> dict[int, list[Event]]:
+    """The events of every readable result file, by trial."""
+    events_by_trial: dict[int, list[Event]] = {}
+    for k, name in sorted(results.items()):
+        rel = _join(folder.rel, name)
+        data = _read(tree, rel, findings)
+        if data is not None:
+            events_by_trial[k] = read_events(data, rel, findings, strict=True)
+    return events_by_trial
+
+
+def _rules_and_division(folder: BenchmarkFolder, events_by_trial: dict[int, list[Event]], ctx: TrainmarkContext,
+                        result: BenchmarkResult, findings: Findings) -> tuple[BenchmarkRules, str] | None:
+    """The rules the logs name (else the latest) and the division (the path's, else the logs'); None when
+    there are no rules to judge by (RULES-001, LAYOUT-006)."""
+    logged_version = _first_value(events_by_trial, mllog.RULES_VERSION)
+    known = getattr(ctx.rules_for, "versions", None)
+    if isinstance(logged_version, str) and known is not None and logged_version not in known:
+        findings.add(RULES_001, folder.rel, f"the logs declare rules version {logged_version!r}, which this "
+                     f"checker does not know", expected=f"one of {', '.join(known)}", seen=logged_version)
+        return None
+    rules = ctx.rules_for(folder.benchmark, logged_version if isinstance(logged_version, str) else None)
+    if rules is None:
+        findings.add(LAYOUT_006, folder.rel, f"no rules for benchmark {folder.benchmark!r}",
+                     expected="a benchmark of `trainmark rules list`", seen=folder.benchmark)
+        return None
+    result.rules_version = rules.version
+    division = folder.division
+    if division is None:
+        logged = _first_value(events_by_trial, mllog.SUBMISSION_DIVISION)
+        division = logged if logged in DIVISIONS else "closed"
+        ctx.notes.append(f"{folder.rel or '.'}: division taken from the logs: {division}")
+        result.division = division
+    return rules, division
+
+
+def _check_text_log(folder: BenchmarkFolder, tree: SafeTree, has_epochs_log: bool, rules: BenchmarkRules,
+                    records: dict[int, TrialRecord], findings: Findings) -> None:
+    """The text log on its own, then its agreement with the MLLOG files (LAYOUT-003 when missing)."""
+    if has_epochs_log:
+        rel = _join(folder.rel, layout.EPOCHS_LOG)
+        data = _read(tree, rel, findings)
+        if data is not None:
+            text_lines = check_epochs_log(data, rel, rules, findings)
+            check_agreement(text_lines, rel, records, findings)
+    else:
+        findings.add(LAYOUT_003, _join(folder.rel, layout.EPOCHS_LOG), f"{layout.EPOCHS_LOG} is missing",
+                     expected=layout.EPOCHS_LOG, seen="missing")
+
+
+def _check_trial_dirs_without_results(folder: BenchmarkFolder, results: dict[int, str], trial_dirs: dict[int, str],
+                                      rules: BenchmarkRules, findings: Findings) -> None:
+    for k in sorted(trial_dirs.keys() - results.keys()):
+        if k > max(max(results, default=0), int(rules.trials)):  # inside that range TRIAL-001 says it
+            findings.add(LAYOUT_003, _join(folder.rel, layout.result_file(k)),
+                         f"{layout.trial_dir(k)}/ has no {layout.result_file(k)}",
+                         expected=layout.result_file(k), seen="missing")
 
 
 def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list[Event]], rules: BenchmarkRules,

@@ -221,6 +221,22 @@ def _load_json(files: dict[str, bytes], name: str, rel: str, required: dict[str,
 
 
 def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: Findings, legacy: list[str]) -> None:
+    if not _record_present(result, rel, tree, findings, legacy):
+        return
+    files = _walk(tree, rel, findings)
+    digests = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
+    _check_manifest(files, digests, rel, findings)
+    info = _load_json(files, layout.IMPLEMENTATION_JSON, rel,
+                      {"format": (str,), "benchmark": (str,), "rules_version": (str,), "division": (str,),
+                       "system": (str,), "code_files": (list,)}, findings)
+    _load_json(files, layout.ENVIRONMENT_JSON, rel, {"python": (str,), "distributions": (dict,)}, findings)
+    _load_json(files, layout.COMMAND_JSON, rel, {"argv": (list,)}, findings)
+    if info is not None:
+        _check_implementation(result, rel, info, files, digests, released, findings)
+
+
+def _record_present(result, rel: str, tree: SafeTree, findings: Findings, legacy: list[str]) -> bool:
+    """Whether the implementation record is there to check (CODE-001 when a format-2 folder lacks it)."""
     try:
         tree.list_dir(rel)
     except Missing:
@@ -230,12 +246,15 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
                          seen="missing")
         else:
             legacy.append(result.path)
-        return
+        return False
     except UnsafeEntry as exc:
         findings.add(exc.rule, rel, exc.message, seen=exc.seen)
-        return
-    files = _walk(tree, rel, findings)
-    digests = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
+        return False
+    return True
+
+
+def _check_manifest(files: dict[str, bytes], digests: dict[str, str], rel: str, findings: Findings) -> None:
+    """Every file of the record listed in its manifest with its SHA-256, and nothing else (CODE-002..005)."""
     manifest_rel = posixpath.join(rel, MANIFEST)
     if MANIFEST not in files:
         findings.add(CODE_002, manifest_rel, f"{manifest_rel} is missing: the record's files are not hashed",
@@ -259,13 +278,10 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
                 findings.add(CODE_005, posixpath.join(rel, path), f"{path} is not listed in {MANIFEST}",
                              expected=f"a line '<sha256>  {path}'", seen="not listed")
 
-    info = _load_json(files, layout.IMPLEMENTATION_JSON, rel,
-                      {"format": (str,), "benchmark": (str,), "rules_version": (str,), "division": (str,),
-                       "system": (str,), "code_files": (list,)}, findings)
-    _load_json(files, layout.ENVIRONMENT_JSON, rel, {"python": (str,), "distributions": (dict,)}, findings)
-    _load_json(files, layout.COMMAND_JSON, rel, {"argv": (list,)}, findings)
-    if info is None:
-        return
+
+def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes], digests: dict[str, str],
+                          released: _Released, findings: Findings) -> None:
+    """The implementation record against the results and, closed, the released reference (CODE-006..010)."""
     info_rel = posixpath.join(rel, layout.IMPLEMENTATION_JSON)
     if info["format"] != IMPLEMENTATION_FORMAT:
         findings.add(CODE_006, info_rel, f"{info_rel}: format {info['format']!r} is not known",

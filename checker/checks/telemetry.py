@@ -96,25 +96,11 @@ class Scan:
 
 def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -> bool:
     """Validate the CSV, feeding each row to ``scan``; False after a TELEMETRY-003 finding."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        findings.add(TELEMETRY_003, rel, f"{rel} is not UTF-8 (byte {exc.start})", seen="binary data")
+    lines = _lines(data, rel, findings)
+    if lines is None:
         return False
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]  # a kill mid-write tears the last row: it is not evidence
-    lines = text.split("\n")[:-1] if text else []
-    if not lines:
-        findings.add(TELEMETRY_003, rel, f"{rel} is empty", expected="a header line time_ms,...", seen="empty")
-        return False
-    try:
-        header = next(csv.reader([lines[0]]), [])
-    except csv.Error as exc:  # a NUL byte, a field over the csv module's size limit
-        header = [f"<{exc}>"]
-    if not header or header[0] != "time_ms" or len(header) > MAX_COLUMNS or len(set(header)) != len(header) \
-            or not all(COLUMN.fullmatch(c) for c in header[1:]):
-        findings.add(TELEMETRY_003, rel, f"{rel}: the header is not time_ms followed by distinct column names",
-                     line=1, expected="time_ms,<device>.<metric>,...", seen=lines[0])
+    header = _header(lines, rel, findings)
+    if header is None:
         return False
     if scan is not None:
         scan.header(header[1:])
@@ -131,19 +117,7 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
             findings.add(TELEMETRY_003, rel, f"{rel} line {n}: {exc}", line=n,
                          expected="time_ms then numbers or empty cells", seen="unreadable CSV")
             return False
-        problem = None
-        if len(cells) != len(header):
-            problem = f"{len(cells)} cells for {len(header)} columns"
-        else:
-            try:
-                t = float(cells[0])
-                values = [float(c) if c else None for c in cells[1:]]
-                if not math.isfinite(t) or any(v is not None and not math.isfinite(v) for v in values):
-                    problem = "a value is not a finite number"
-                elif t < last_t:
-                    problem = f"time_ms {cells[0]} goes back"
-            except ValueError:
-                problem = "a cell is not a number"
+        problem, t, values = _row(cells, header, last_t)
         if problem:
             findings.add(TELEMETRY_003, rel, f"{rel} line {n}: {problem}", line=n,
                          expected="time_ms then numbers or empty cells", seen=",".join(cells))
@@ -152,6 +126,52 @@ def parse(data: bytes, rel: str, findings: Findings, scan: Scan | None = None) -
         if scan is not None:
             scan.row(n, t, values)
     return True
+
+
+def _lines(data: bytes, rel: str, findings: Findings) -> list[str] | None:
+    """The file's complete lines (a torn last row dropped); None after a finding (not UTF-8, empty)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        findings.add(TELEMETRY_003, rel, f"{rel} is not UTF-8 (byte {exc.start})", seen="binary data")
+        return None
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]  # a kill mid-write tears the last row: it is not evidence
+    lines = text.split("\n")[:-1] if text else []
+    if not lines:
+        findings.add(TELEMETRY_003, rel, f"{rel} is empty", expected="a header line time_ms,...", seen="empty")
+        return None
+    return lines
+
+
+def _header(lines: list[str], rel: str, findings: Findings) -> list[str] | None:
+    """The header's cells: time_ms then distinct column names; None after a finding."""
+    try:
+        header = next(csv.reader([lines[0]]), [])
+    except csv.Error as exc:  # a NUL byte, a field over the csv module's size limit
+        header = [f"<{exc}>"]
+    if not header or header[0] != "time_ms" or len(header) > MAX_COLUMNS or len(set(header)) != len(header) \
+            or not all(COLUMN.fullmatch(c) for c in header[1:]):
+        findings.add(TELEMETRY_003, rel, f"{rel}: the header is not time_ms followed by distinct column names",
+                     line=1, expected="time_ms,<device>.<metric>,...", seen=lines[0])
+        return None
+    return header
+
+
+def _row(cells: list[str], header: list[str], last_t: float) -> tuple[str | None, float, list[float | None]]:
+    """(what is wrong with the row or None, its time_ms, its values)."""
+    if len(cells) != len(header):
+        return f"{len(cells)} cells for {len(header)} columns", last_t, []
+    try:
+        t = float(cells[0])
+        values = [float(c) if c else None for c in cells[1:]]
+    except ValueError:
+        return "a cell is not a number", last_t, []
+    if not math.isfinite(t) or any(v is not None and not math.isfinite(v) for v in values):
+        return "a value is not a finite number", t, values
+    if t < last_t:
+        return f"time_ms {cells[0]} goes back", t, values
+    return None, t, values
 
 
 def _windows(events: list[Event]) -> tuple[tuple[float, float], list[tuple[float, float]]] | None:

@@ -36,6 +36,7 @@ _KEY_RULES = {mllog.SEED: SEED_001, mllog.PRECISION: HPARAM_003}
 _NUMBER = "type({x}) in (int, float) and math.isfinite({x})"
 _ENERGY = "({x} is None or (" + _NUMBER + " and {x} >= 0))"
 _TEXT = "isinstance(v['value'], str) and v['value'].strip() != ''"
+_EPOCH_NUM = "v['metadata'].get('epoch_num')"
 
 
 def precisions_allowed(rules: BenchmarkRules) -> list[str]:
@@ -77,11 +78,16 @@ def _reached_expression(rules: BenchmarkRules) -> str:
 
 def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, Any]]:
     """The rule records (BEGIN, KEY..., END) for one benchmark in one division."""
-    every = int(rules.evaluation["every_epochs"])
-    init_ms = int(float(rules.max_init_seconds[division]) * 1000)
-    epoch_num = "v['metadata'].get('epoch_num')"
     hparam_req = "EXACTLY_ONE" if division == "closed" else "OPTIONAL"
-    records: list[dict[str, Any]] = [
+    records = [*_identity_records(rules, division), *_setting_records(rules, division), *_epoch_records(rules),
+               *_result_records(rules)]
+    records += [_key(name, hparam_req) for name in rules.hyperparameters]
+    return records
+
+
+def _identity_records(rules: BenchmarkRules, division: str) -> list[dict[str, Any]]:
+    """The state the records share (BEGIN), the submission's identity and init_start."""
+    return [
         {"BEGIN": {"CODE": (
             "s.update({'init_started': False, 'init_stopped': False, 'run_started': False, "
             "'run_stopped': False, 'first_init_start': None, 'epoch': 0, 'in_epoch': False, "
@@ -98,6 +104,13 @@ def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, A
         _key(mllog.INIT_START, "AT_LEAST_ONE", ["not s['init_stopped']", "not s['run_started']"],
              post="s['init_started'] = True; s['first_init_start'] = "
                   "ll.timestamp if s['first_init_start'] is None else s['first_init_start']"),
+    ]
+
+
+def _setting_records(rules: BenchmarkRules, division: str) -> list[dict[str, Any]]:
+    """The trial's settings, init_stop (the untimed init's limit) and run_start."""
+    init_ms = int(float(rules.max_init_seconds[division]) * 1000)
+    return [
         _key(mllog.SEED, "EXACTLY_ONE", ["type(v['value']) is int  # SEED-001 seed must be an integer"]),
         _key(mllog.TRAIN_SAMPLES, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
         _key(mllog.EVAL_SAMPLES, "EXACTLY_ONE", ["type(v['value']) is int and v['value'] > 0"]),
@@ -115,6 +128,14 @@ def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, A
             f"{rules.max_init_seconds[division]} s in the {division} division"],
             post="s['init_stopped'] = True"),
         _key(mllog.RUN_START, "EXACTLY_ONE", ["s['init_stopped']"], post="s['run_started'] = True"),
+    ]
+
+
+def _epoch_records(rules: BenchmarkRules) -> list[dict[str, Any]]:
+    """Epoch and evaluation windows, in their order, and the evaluations' metric."""
+    every = int(rules.evaluation["every_epochs"])
+    epoch_num = _EPOCH_NUM
+    return [
         _key(mllog.EPOCH_START, "AT_LEAST_ONE", [
             "s['run_started'] and not s['run_stopped']",
             "not s['in_epoch'] and not s['in_eval']",
@@ -146,6 +167,12 @@ def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, A
             "'trainmark_eval_energy_j' in v['metadata']",
             _ENERGY.format(x="v['metadata'].get('trainmark_eval_energy_j')")],
             post="s['in_eval'] = False"),
+    ]
+
+
+def _result_records(rules: BenchmarkRules) -> list[dict[str, Any]]:
+    """The logged trial summary and run_stop (its status agrees with the target being reached)."""
+    return [
         _key(mllog.TRIAL_RESULT, "EXACTLY_ONE", [
             "isinstance(v['value'], dict)",
             f"set({TRIAL_RESULT_FIELDS!r}) <= set(v['value'])",
@@ -158,8 +185,6 @@ def compliance_records(rules: BenchmarkRules, division: str) -> list[dict[str, A
             f"exactly when an evaluation reached the target {rules.target!r}"],
             post="s['run_stopped'] = True"),
     ]
-    records += [_key(name, hparam_req) for name in rules.hyperparameters]
-    return records
 
 
 def compliance_yaml(rules: BenchmarkRules, division: str) -> str:

@@ -77,52 +77,68 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
+@dataclass
+class _Windows:
+    """The init and evaluation windows while a trial's events are read."""
+    init_start: float | None = None
+    init_stop: float | None = None
+    eval_open: float | None = None     # time_ms of an eval_start not yet closed
+    eval_ms: float = 0.0
+    unmatched: int = 0                 # eval_start/eval_stop events without their pair
+
+
 def extract_trial(events: list[Event], trial: int, rel: str, rules: BenchmarkRules | None) -> TrialRecord:
     record = TrialRecord(trial, rel, first_line=events[0].line if events else 1)
-    init_start = init_stop = None
-    eval_open: float | None = None
-    eval_ms = 0.0
-    unmatched = 0
+    windows = _Windows()
     readings: dict[str, list[tuple[Any, int]]] = {mllog.RUN_START: [], mllog.RUN_STOP: [],
                                                   mllog.EVAL_START: [], mllog.EVAL_STOP: []}
     for e in events:
         record.points.setdefault(e.key, Logged(e.value, e.line))
         if e.key in readings:
             readings[e.key].append((e.metadata.get(mllog.ENERGY_J), e.line))
-        if e.key == mllog.INIT_START and init_start is None:
-            init_start = e.time_ms
-        elif e.key == mllog.INIT_STOP and init_stop is None:
-            init_stop = e.time_ms
-        elif e.key == mllog.RUN_START and record.run_start_ms is None:
-            record.run_start_ms = e.time_ms
-        elif e.key == mllog.RUN_STOP and record.run_stop is None:
-            record.run_stop = e
-        elif e.key == mllog.EPOCH_STOP:
-            record.epochs_trained += 1
-        elif e.key == mllog.EVAL_START:
-            unmatched += eval_open is not None
-            eval_open = e.time_ms
-        elif e.key == mllog.EVAL_ACCURACY:
-            record.evals.append(EvalRecord(e.metadata.get(mllog.EPOCH_NUM), e.value, e.line))
-        elif e.key == mllog.EVAL_STOP:
-            if eval_open is None:
-                unmatched += 1
-            else:
-                eval_ms += e.time_ms - eval_open
-                eval_open = None
-            for ev in record.evals:
-                if ev.epoch == e.metadata.get(mllog.EPOCH_NUM) and ev.stop_ms is None:
-                    ev.stop_ms, ev.stop_line = e.time_ms, e.line
-    unmatched += eval_open is not None
-    if init_start is not None and init_stop is not None:
-        record.init_time_s = (init_stop - init_start) / 1000
-    _times(record, eval_ms, unmatched)
+        _take(record, windows, e)
+    windows.unmatched += windows.eval_open is not None
+    if windows.init_start is not None and windows.init_stop is not None:
+        record.init_time_s = (windows.init_stop - windows.init_start) / 1000
+    _times(record, windows.eval_ms, windows.unmatched)
     _energies(record, readings)
     if record.evals:
         record.final_metric = _number(record.evals[-1].accuracy)
     record.converged = bool(rules is not None and record.final_metric is not None
                             and rules.reached(record.final_metric))
     return record
+
+
+def _take(record: TrialRecord, windows: _Windows, e: Event) -> None:
+    """What one event adds to the trial: a window boundary, an epoch, an evaluation."""
+    if e.key == mllog.INIT_START and windows.init_start is None:
+        windows.init_start = e.time_ms
+    elif e.key == mllog.INIT_STOP and windows.init_stop is None:
+        windows.init_stop = e.time_ms
+    elif e.key == mllog.RUN_START and record.run_start_ms is None:
+        record.run_start_ms = e.time_ms
+    elif e.key == mllog.RUN_STOP and record.run_stop is None:
+        record.run_stop = e
+    elif e.key == mllog.EPOCH_STOP:
+        record.epochs_trained += 1
+    elif e.key == mllog.EVAL_START:
+        windows.unmatched += windows.eval_open is not None
+        windows.eval_open = e.time_ms
+    elif e.key == mllog.EVAL_ACCURACY:
+        record.evals.append(EvalRecord(e.metadata.get(mllog.EPOCH_NUM), e.value, e.line))
+    elif e.key == mllog.EVAL_STOP:
+        _eval_stop(record, windows, e)
+
+
+def _eval_stop(record: TrialRecord, windows: _Windows, e: Event) -> None:
+    if windows.eval_open is None:
+        windows.unmatched += 1
+    else:
+        windows.eval_ms += e.time_ms - windows.eval_open
+        windows.eval_open = None
+    for ev in record.evals:
+        if ev.epoch == e.metadata.get(mllog.EPOCH_NUM) and ev.stop_ms is None:
+            ev.stop_ms, ev.stop_line = e.time_ms, e.line
 
 
 def _times(record: TrialRecord, eval_ms: float, unmatched: int) -> None:
