@@ -7,7 +7,11 @@ One owner so that the writer and the reader cannot disagree (docs/result-format.
 - ``labels``: trial statuses, energy methods and precision labels;
 - ``epochlog``: the per-epoch text log ``epochs.log``;
 - ``structure``: a model's structure description and fingerprint (``structure.json``);
-- ``mllog``: the MLLOG event sequence of one trial (keys, a typed writer, a typed reader);
+- ``mllog``: the MLLOG event sequence of one trial (keys, the ``:::MLLOG `` marker, a typed writer, a
+  reader for files just written);
+- ``mllog_read``: the one hardened MLLOG reader of submitted files (bounded, validated, every bad line a
+  ``Problem`` with its line and kind), used by the checker, the report and the scale tools;
+- ``text``: submitted text made safe to show (``clip``, ``printable``);
 - ``telemetry``: the names the telemetry CSV and its checks share;
 - ``artifacts``: the outputs of ``sweep``, ``ops``, ``scale`` and ``ops --op allreduce`` (format ids, file
   names, columns), which are not part of a result folder but are read back by the harness and the report.
