@@ -142,6 +142,17 @@ def csv_items(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def positive_ints(text: str, flag: str, example: str, refusal: str) -> list[int]:
+    """A comma-separated list of positive integers (``example`` shows one; ``refusal`` says why a value is not)."""
+    try:
+        values = [int(t) for t in csv_items(text)]
+    except ValueError:
+        raise UserError(f"{flag} {text!r}: expected comma-separated integers, e.g. {example}") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{flag} {text!r}: {refusal}")
+    return values
+
+
 def device_of(text: str):
     """--device as the harness checks it (cpu, cuda or cuda:INDEX)."""
     from trainmark.harness.run import check_device

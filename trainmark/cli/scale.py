@@ -3,17 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainmark.cli.arguments import positive_ints
 from trainmark.errors import UserError
 
 
 def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise UserError(f"{flag} {text!r}: expected comma-separated integers, e.g. 1,2,4") from None
-    if not values or min(values) < 1:
-        raise UserError(f"{flag} {text!r}: every value must be a positive integer")
-    return values
+    return positive_ints(text, flag, "1,2,4", "every value must be a positive integer")
 
 
 def register(sub) -> None:

@@ -8,19 +8,9 @@ import contextlib
 import sys
 from pathlib import Path
 
-from trainmark.cli.arguments import csv_items, device_of, sweep_args
+from trainmark.cli.arguments import csv_items, device_of, positive_ints, sweep_args
 from trainmark.errors import UserError
 from trainmark.harness.frameworks.backend import BACKENDS  # stdlib only: keeps --help light
-
-
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(t) for t in csv_items(text)]
-    except ValueError:
-        raise UserError(f"{flag} {text!r}: expected comma-separated integers, e.g. 32,64,128") from None
-    if not values or min(values) < 1:
-        raise UserError(f"{flag} {text!r}: batch sizes must be positive")
-    return values
 
 
 def register(sub) -> None:
@@ -62,8 +52,9 @@ def load_ceilings(path: Path) -> dict:
 
 def _batch_sizes(args, base: int) -> list[int]:
     """--batch-sizes, or 1/4, 1/2, 1 and 2 x the rules' batch size."""
-    return (_ints(args.batch_sizes, "--batch-sizes") if args.batch_sizes is not None
-            else sorted({max(1, base // 4), max(1, base // 2), base, base * 2}))
+    if args.batch_sizes is not None:
+        return positive_ints(args.batch_sizes, "--batch-sizes", "32,64,128", "batch sizes must be positive")
+    return sorted({max(1, base // 4), max(1, base // 2), base, base * 2})
 
 
 def _precisions(args, rules) -> list[str]:
