@@ -10,16 +10,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import secrets
 import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
-
-import torch
 
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.errors import UserError
@@ -29,6 +27,7 @@ from trainmark.format.labels import MISSED, UNFINISHED, TrialStatus
 from trainmark.harness import code_record as implementation
 from trainmark.harness.frameworks import backend as framework
 from trainmark.harness.frameworks import distributed
+from trainmark.harness.frameworks import pytorch_runtime as runtime
 from trainmark.harness.measure import energy, peaks, system
 from trainmark.harness.measure import nodes as scale_nodes
 from trainmark.harness.measure.other_load import OtherLoad
@@ -88,21 +87,10 @@ class RunSummary:
         return not self.crashed and missed <= self.allowed_not_converged
 
 
-def check_device(device: str) -> torch.device:
-    if device == "cpu":
-        return torch.device("cpu")
-    m = re.fullmatch(r"cuda(?::(\d+))?", device)
-    if not m:
-        raise UserError(f"--device {device!r}: use cpu, cuda or cuda:INDEX")
-    if not torch.cuda.is_available():
-        raise UserError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
-    index = int(m.group(1) or 0)
-    if index >= torch.cuda.device_count():
-        raise UserError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) here")
-    return torch.device("cuda", index)
+check_device = runtime.check_device  # --device: cpu, cuda or cuda:INDEX, as a device (a UserError otherwise)
 
 
-def load_custom_model(spec: str) -> Callable[[], torch.nn.Module]:
+def load_custom_model(spec: str) -> Callable[[], Any]:
     """``MODULE:CALLABLE`` for the open division; the user's own code, run on the user's machine."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
@@ -238,14 +226,12 @@ def check_batch_norm_batch(build_model: Callable, local_batch: int, name: str) -
     """Batch norm cannot train on one sample per rank: refuse before any trial, not crash in one."""
     if local_batch >= 2:
         return
-    with torch.device("meta"):
-        model = build_model()
-    if any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+    if runtime.has_batch_norm(build_model):
         raise UserError(f"{name}: {local_batch} sample per rank, but the model has batch norm, which needs at "
                         "least 2 per rank in training; raise --batch-size or use fewer ranks")
 
 
-def ceilings_for(path: Path, device: torch.device) -> dict:
+def ceilings_for(path: Path, device: runtime.Device) -> dict:
     """The system description's ``measured_ceilings`` from an ops report measured on this kind of device."""
     import hashlib
 
@@ -269,18 +255,18 @@ def save_trial_files(bench_dir: Path, k: int, trainer, result: TrialResult, meta
     write_json_atomic(trial_dir / layout.TRIAL_JSON, {**meta, **asdict(result)})  # last: marks the trial finished
 
 
-def open_meter_for(device: torch.device, dist: distributed.Dist, estimate_watts: float | None):
+def open_meter_for(device: runtime.Device, dist: distributed.Dist, estimate_watts: float | None):
     """Rank 0 meters its whole node (all local GPUs, or the CPU packages); other ranks none.
     Several nodes: each node's local rank 0 meters its node and the readings are summed (scale_nodes)."""
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", dist.world))
     if local_world < dist.world:
         from trainmark.harness.measure import nodes as scale_nodes
-        return scale_nodes.open_node_meter(device, dist, estimate_watts, energy.cuda_uuids)
+        return scale_nodes.open_node_meter(device, dist, estimate_watts, runtime.cuda_uuids)
     if not dist.is_main:
         return energy.NullMeter("measured by rank 0")
     if device.type == "cuda":
         indices = list(range(local_world)) if dist.world > 1 else [device.index or 0]
-        return energy.open_meter(str(device), estimate_watts, cuda_indices=energy.cuda_uuids(indices))
+        return energy.open_meter(str(device), estimate_watts, cuda_indices=runtime.cuda_uuids(indices))
     return energy.open_meter("cpu", estimate_watts)
 
 
@@ -293,15 +279,16 @@ class Prepared:
     build_model: Callable[[], Any]
     hp: dict[str, Any]
     trials: int
-    device: torch.device
+    device: runtime.Device
     dist: distributed.Dist
     sysdesc: dict[str, Any]
     root: Path          # <out>/<division>/<submitter>
     bench_dir: Path     # root/results/<system>/<benchmark>
     data_dir: Path
 
-    @property
+    @cached_property
     def backend(self) -> framework.Backend:
+        """The framework's backend for this run's device, precision and rank: built once, on first use."""
         return framework.backend(self.opts.framework, self.device, self.opts.precision, self.dist)
 
 
@@ -333,7 +320,7 @@ def prepare(opts: RunOptions) -> Prepared:
     from trainmark.harness.measure import nodes as scale_nodes
     scale_nodes.record_peers(dist)  # so that a crash can name a rank that died
     if device.type == "cuda" and dist.world > 1:
-        device = torch.device("cuda", dist.local_rank)
+        device = runtime.cuda_device(dist.local_rank)
     if hp["global_batch_size"] % dist.world:
         from trainmark.harness.scale.saturation import nearest_divisors
         raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks; the "
@@ -456,7 +443,7 @@ def run_one_trial(prep: Prepared, cfg: TrialConfig, data, meter, progress: Trial
     """One trial with its own MLLOG, clock anchor and telemetry; rank 0 saves its files (also after Ctrl-C)."""
     k, bench_dir, dist = cfg.trial, prep.bench_dir, prep.dist
     log = mllog.TrialLogWriter(bench_dir / layout.result_file(k) if dist.is_main else None)
-    monitor = Monitor(meter, sync=torch.cuda.synchronize if prep.device.type == "cuda" else None)
+    monitor = Monitor(meter, sync=prep.backend.sync)
     sampler = open_telemetry(bench_dir / layout.trial_dir(k), meter, monitor, 1 / prep.opts.telemetry_hz) \
         if dist.is_main and prep.opts.telemetry_hz else None
     load = OtherLoad() if prep.device.type == "cpu" else None  # a busy neighbour, measured, not guessed

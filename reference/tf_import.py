@@ -12,7 +12,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import tensorflow  # noqa: E402
+# the order is the point: sorted, TensorFlow came first and Triton then segfaulted
+# isort: off
 import torchvision  # noqa: E402,F401  (before TensorFlow: see above)
+import tensorflow  # noqa: E402
+# isort: on
 
 tf = tensorflow

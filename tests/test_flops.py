@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainmark.harness.measure import flops
-from trainmark.harness.measure.flops import achieved_tflops, attention_flops, training_flops_per_step, utilization
+from trainmark.harness.frameworks import pytorch_flops as flops
+from trainmark.harness.frameworks.pytorch_flops import attention_flops, training_flops_per_step
+from trainmark.harness.measure.flops import achieved_tflops, utilization
 
 
 def _sum_loss(out):

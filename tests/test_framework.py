@@ -85,7 +85,7 @@ def test_amp_on_cpu_is_bf16_without_a_scaler():
 
 
 def test_the_seam_names_backends_without_importing_them():
-    code = ("import sys; from trainmark.harness import framework; print('torch' in sys.modules); "
+    code = ("import sys; from trainmark.harness.frameworks import backend as framework; print('torch' in sys.modules); "
             "b = framework.backend('pytorch', __import__('torch').device('cpu'), 'fp32'); print(type(b).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "PyTorchBackend"]
@@ -97,3 +97,57 @@ def test_the_trial_loop_never_calls_torch():
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert not {m for m in imported if m == "torch" or m.startswith("torch.")}, imported
+
+
+def test_a_backend_gives_its_device_sync_and_the_flops_of_a_step():
+    """The seam's device, ``sync()`` and FLOPs: the sweep's count is the backend's (on the meta device)."""
+    ref = TinyTest()
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    backend = PyTorchBackend(torch.device("cpu"), "fp32")
+    backend.sync()  # nothing to wait for on a CPU
+    assert backend.device == torch.device("cpu")
+    count, reason = backend.step_flops(ref, rules.defaults(), 8)
+    assert count and reason is None
+    assert sweep._count_flops(ref, rules.defaults(), torch.device("cpu"), 8) == (count, reason)
+    assert backend.step_flops(ref, rules.defaults(), 16)[0] == 2 * count
+
+
+def test_a_run_builds_its_backend_once():
+    from trainmark.harness.frameworks.distributed import Dist
+    from trainmark.harness.run import Prepared, RunOptions
+
+    prep = Prepared(RunOptions("tiny-test"), None, None, TinyTest().build_model, {}, 1, torch.device("cpu"), Dist(),
+                    {}, Path("."), Path("."), Path("."))
+    assert isinstance(prep.backend, PyTorchBackend) and prep.backend is prep.backend
+
+
+def test_collectives_of_a_world_of_one_return_their_input():
+    import numpy as np
+
+    from trainmark.harness.frameworks.distributed import Dist
+
+    flat = np.arange(4, dtype=np.float32)
+    assert Dist().mean(flat) is flat and Dist().gather({"node": 0}) == [{"node": 0}]
+    assert Dist().sum([1.0, 2.0]) == [1.0, 2.0] and Dist().any(True) is True
+
+
+# harness modules outside harness/frameworks/ that still import a framework, and why (see docs/frameworks.md)
+FRAMEWORK_IMPORTS_LEFT = {
+    "harness/scale/worker.py",    # the torchrun worker of `trainmark scale`: DDP steps and all-reduce timing
+    "harness/code_record.py",     # the implementation record names torch's and CUDA's versions
+}
+
+
+def test_only_the_framework_seam_imports_a_framework():
+    found = set()
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("harness/frameworks/"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        if any(m.split(".")[0] in ("torch", "tensorflow", "keras", "torchvision") or m.endswith(".tf_import")
+               for m in names):
+            found.add(rel)
+    assert found <= FRAMEWORK_IMPORTS_LEFT, found - FRAMEWORK_IMPORTS_LEFT

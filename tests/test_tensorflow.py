@@ -430,7 +430,7 @@ def test_ops_times_tensorflow_kernels_with_the_shapes_flops():
 @needs_tf
 def test_tensorflow_copy_case_really_copies():
     """DeepCopy writes a new buffer with the same values; identity would return the source's own."""
-    from trainmark.harness.throughput import ops_tensorflow
+    from trainmark.harness.frameworks import tensorflow_ops as ops_tensorflow
 
     copy, add, _ = ops_tensorflow.copy_and_add(1000, "cpu")
     a, b = copy().numpy(), copy().numpy()

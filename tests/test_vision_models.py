@@ -14,7 +14,7 @@ from torchvision.models import Inception_V3_Weights, ResNet50_Weights, VGG16_Wei
 from torchvision.models.inception import InceptionOutputs
 
 from trainmark.format.structure import describe
-from trainmark.harness.measure import flops
+from trainmark.harness.frameworks import pytorch_flops as flops
 from trainmark.reference import registry, sgd_recipe
 from trainmark.reference.inception_v3 import inception_loss
 from trainmark.rules import get_rules

@@ -43,11 +43,15 @@ class Trainer(Protocol):
 
 class Backend(Protocol):
     name: str
+    device: Any                  # the device it trains on (a torch.device: harness/frameworks/pytorch_runtime.py)
     dist: Dist                   # this process's rank in the run (one rank: Dist())
 
     def load_data(self, ref, rules, data_dir: Path) -> Any: ...   # the reference's data, as this framework reads it
     def trainer(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int) -> Trainer: ...
     def precision_label(self) -> str: ...
+    def sync(self) -> None: ...  # wait for the device's queued work (a window boundary reads the clock after it)
+    # model FLOPs of one training step of ``ref`` at ``batch_size`` (None: uncountable) and why not
+    def step_flops(self, ref, hp: dict[str, Any], batch_size: int) -> tuple[int | None, str | None]: ...
 
 
 # name -> "module:class", imported only when that framework runs

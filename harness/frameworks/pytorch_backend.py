@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 from trainmark.format.structure import describe
+from trainmark.harness.frameworks import pytorch_flops as flops
+from trainmark.harness.frameworks import pytorch_runtime
 from trainmark.harness.frameworks.distributed import Dist
-from trainmark.harness.measure import flops
 
 
 def autocast_for(device: torch.device, precision: str):
@@ -138,6 +139,25 @@ class PyTorchBackend:
     def precision_label(self) -> str:
         """The label a run at this precision logs (``amp`` resolves to the device's autocast dtype)."""
         return autocast_for(self.device, self.precision)[2]
+
+    def sync(self) -> None:
+        """Wait for this backend's CUDA device (nothing on a CPU)."""
+        pytorch_runtime.synchronize(self.device)
+
+    def step_flops(self, ref, hp: dict[str, Any], batch_size: int) -> tuple[int | None, str | None]:
+        """Model FLOPs of one step at ``batch_size``, on the meta device (no memory, no time; no fallback
+        to the real device), and why there is no count."""
+        hp_b = {**hp, "global_batch_size": batch_size}
+        try:
+            with torch.device("meta"):  # no parameter memory, no initialisation time
+                model = ref.build_model()
+        except Exception:  # noqa: BLE001 - a builder that needs real tensors
+            model = ref.build_model()
+        batch = ref.to_device(ref.synthetic_batch(batch_size, "cpu"), torch.device("cpu"), train=True)
+        inputs, targets = ref.split_batch(batch)
+        count = flops.training_flops_per_step(model, inputs, lambda out, t: ref.criterion(out, t, hp_b),
+                                              targets=targets, allow_device_fallback=False)
+        return count.total, count.reason
 
 
 def count_step_flops(ref, model: nn.Module, hp: dict[str, Any], device: torch.device) -> int | None:

@@ -32,13 +32,16 @@ import importlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from trainmark.reference.tf_import import tf  # first: it imports TensorFlow safely beside PyTorch
+
+# isort: split
 import keras
 import numpy as np
 
 from trainmark.errors import UserError
+from trainmark.harness.frameworks import pytorch_runtime
 from trainmark.harness.frameworks.distributed import Dist
 from trainmark.reference.keras_twins import weights as keras_weights
-from trainmark.reference.tf_import import tf  # first: it imports TensorFlow safely beside PyTorch
 from trainmark.rules import reference_code
 
 
@@ -61,14 +64,13 @@ class TensorFlowTrainer:
     def __init__(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
                  device: str, precision: str, dist: Dist = Dist(), *, count_flops: bool = True,
                  schedule_steps: int = 100):
-        import torch
-
         if precision != "fp32":
             raise UserError("--framework tensorflow: only --precision fp32 for now")
         self.ref, self.hp, self.data, self.dist = ref, hp, data, dist
         keras.utils.set_random_seed(seed)
-        torch.manual_seed(seed)  # twins initialised from the PyTorch reference draw what a PyTorch trial draws
-        self.generator = torch.Generator().manual_seed(seed)  # the reference's batch order and augmentation
+        # twins initialised from the PyTorch reference draw what a PyTorch trial draws; the generator is the
+        # reference's batch order and augmentation (its data path is the PyTorch reference's own)
+        self.generator = pytorch_runtime.seed_reference(seed)
         self.precision_used = "fp32"
         self.local_batch = hp["global_batch_size"] // dist.world
         self.samples_per_step = self.local_batch * dist.world
@@ -109,18 +111,13 @@ class TensorFlowTrainer:
         self.steps += 1
 
     def _averaged(self, grads: list) -> list:
-        """The gradients' mean over the ranks: one flat vector through torch.distributed's all-reduce (an
-        embedding's sparse gradient made dense, as DistributedDataParallel all-reduces it)."""
-        import torch
-        import torch.distributed as torch_dist
-
+        """The gradients' mean over the ranks: one flat numpy vector through the process group's all-reduce
+        (``Dist.mean``; an embedding's sparse gradient made dense, as DistributedDataParallel all-reduces it)."""
         arrays = [tf.convert_to_tensor(g).numpy() for g in grads]
         if self._splits is None:  # where each variable's gradient ends in the flat vector: fixed per model
             self._splits = np.cumsum([a.size for a in arrays])[:-1]
-        flat = torch.from_numpy(np.concatenate([a.reshape(-1) for a in arrays]))
-        torch_dist.all_reduce(flat, op=torch_dist.ReduceOp.SUM)
-        flat /= self.dist.world
-        return [tf.constant(part.reshape(a.shape)) for part, a in zip(np.split(flat.numpy(), self._splits), arrays)]
+        flat = self.dist.mean(np.concatenate([a.reshape(-1) for a in arrays]))
+        return [tf.constant(part.reshape(a.shape)) for part, a in zip(np.split(flat, self._splits), arrays)]
 
     def loss_value(self) -> float:
         value = float(self.loss.numpy())
@@ -129,18 +126,16 @@ class TensorFlowTrainer:
 
     def diverged(self) -> bool:
         """Whether the last step's loss is non-finite on any rank (checked when asked: one sync)."""
-        import torch
-
         self.loss_value()
-        return self.dist.any(self._nonfinite, torch.device("cpu"))
+        return self.dist.any(self._nonfinite, "cpu")
 
     def evaluate(self) -> float:
         """The reference's own evaluation, with the twin standing in for the PyTorch model, its counts summed
-        over the ranks."""
-        import torch
-
+        over the ranks. The reference's metric code is PyTorch's (the twin takes and returns PyTorch
+        tensors there): the released reference code computes a TensorFlow trial's metric too, so that
+        both frameworks are scored by the same code; a TensorFlow copy of it could differ in the last bit."""
         sums = self.ref.evaluate(self.twin, self.data, "cpu", self.dist.rank, self.dist.world)
-        return self.ref.finalize_metric(*self.dist.sum(list(sums), torch.device("cpu")))
+        return self.ref.finalize_metric(*self.dist.sum(list(sums), "cpu"))
 
     def save_weights(self, path: Path) -> None:
         """The trained weights in the PyTorch reference's names and layouts, as safetensors (atomic)."""
@@ -282,3 +277,13 @@ class TensorFlowBackend:
 
     def precision_label(self) -> str:
         return "fp32"
+
+    def sync(self) -> None:
+        """Nothing to wait for: TensorFlow runs on the CPU here, and a step returns when it is computed."""
+
+    def step_flops(self, ref, hp: dict[str, Any], batch_size: int) -> tuple[int | None, str | None]:
+        """The trainer's own count at ``batch_size`` (the twin's traced step), and why there is none."""
+        trainer = self.trainer(ref, ref.build_model, {**hp, "global_batch_size": batch_size}, None, seed=0,
+                               count_flops=True)
+        count = trainer.flops_per_step
+        return count, None if count else f"{self.name} counted no FLOPs"

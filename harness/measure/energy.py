@@ -591,17 +591,6 @@ class TdpEstimateMeter(MeterBase):
         return self.watts * (self._clock() - self._t0)
 
 
-def cuda_uuids(torch_indices: list[int]) -> list[int | str]:
-    """NVML identifiers of torch's CUDA devices: UUIDs where torch reports them, else the index."""
-    import torch
-
-    out: list[int | str] = []
-    for i in torch_indices:
-        uuid = getattr(torch.cuda.get_device_properties(i), "uuid", None)
-        out.append(f"GPU-{uuid}" if uuid is not None else i)
-    return out
-
-
 def open_meter(device: str, estimate_watts: float | None = None, rapl_root: str | Path = "/sys/class/powercap",
                pynvml=None, cuda_indices: list[int | str] | None = None, amdsmi=None,
                ipmitool: str | None | bool = None):

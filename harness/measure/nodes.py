@@ -37,17 +37,14 @@ class NodeSumMeter(energy.MeterBase):
     It has no domains of its own: each node's reading is in ``per_node``."""
 
     def __init__(self, local, dist, device, nnodes: int, node: int):
-        import torch
-        import torch.distributed as tdist
+        from trainmark.harness.frameworks import distributed
 
         self.local, self.dist, self.nnodes, self.node = local, dist, nnodes, node
-        self._torch, self._tdist = torch, tdist
-        # NCCL reduces device tensors only; gloo host tensors
-        self._device = device if tdist.get_backend() == "nccl" else torch.device("cpu")
+        self._failed = distributed.COLLECTIVE_FAILED
+        self._device = distributed.host_or(device)  # NCCL reduces device tensors only; gloo host tensors
         self.per_node: list[float | None] = [None] * nnodes
         mine = (node, local.method, local.reason, local.scope) if local is not None else None
-        gathered: list[Any] = [None] * dist.world
-        tdist.all_gather_object(gathered, mine)
+        gathered = dist.gather(mine)
         nodes = sorted({g for g in gathered if g is not None})
         if [n for n, *_ in nodes] != list(range(nnodes)):
             raise RuntimeError(f"expected one energy meter per node 0..{nnodes - 1}, "
@@ -67,18 +64,17 @@ class NodeSumMeter(energy.MeterBase):
             self.local.start()
 
     def joules(self) -> float | None:
-        t = self._torch.zeros(2 * self.nnodes, dtype=self._torch.float64, device=self._device)
+        values = [0.0] * (2 * self.nnodes)  # per node: its joules and 1 where it has a reading
         if self.local is not None:
             value = self.local.joules()
             if value is not None:
-                t[2 * self.node], t[2 * self.node + 1] = float(value), 1.0
+                values[2 * self.node], values[2 * self.node + 1] = float(value), 1.0
         try:
-            self._tdist.all_reduce(t)
-        except (RuntimeError, self._tdist.DistBackendError):  # a rank died: the run ends, energy unknown
+            values = self.dist.sum(values, self._device)  # float64, summed over the ranks
+        except self._failed:  # a rank died: the run ends, energy unknown
             self.per_node = [None] * self.nnodes
             self.reason = "a rank stopped answering: the nodes' energy could not be summed"
             return None
-        values = t.tolist()
         self.per_node = [values[2 * i] if values[2 * i + 1] >= 0.5 else None for i in range(self.nnodes)]
         return None if None in self.per_node else sum(self.per_node)
 
@@ -112,8 +108,6 @@ def describe_nodes(sysdesc: dict, dist, detect) -> dict:
 
     ``detect()`` runs on each node's local rank 0; a one-node world returns ``sysdesc`` unchanged.
     """
-    import torch.distributed as tdist
-
     nnodes, node, _ = topology(dist)
     if nnodes == 1:
         return sysdesc
@@ -124,9 +118,7 @@ def describe_nodes(sysdesc: dict, dist, detect) -> dict:
                 **{k: facts.get(k) for k in ("host_processor_model_name", "host_processor_core_count",
                                              "host_memory_capacity", "accelerator_model_name",
                                              "accelerators_per_node", "operating_system")}}
-    gathered: list[Any] = [None] * dist.world
-    tdist.all_gather_object(gathered, mine)
-    nodes = sorted((g for g in gathered if g is not None), key=lambda g: g["node"])
+    nodes = sorted((g for g in dist.gather(mine) if g is not None), key=lambda g: g["node"])
     count = sysdesc.get("number_of_nodes")
     return {**sysdesc, "number_of_nodes": str(nnodes) if isinstance(count, str) else nnodes, "nodes": nodes}
 
@@ -146,14 +138,10 @@ DEATH_GRACE_S = 2.0
 
 def record_peers(dist) -> None:
     """Every rank's host and process id, gathered once after the process group forms (collective)."""
-    import torch.distributed as tdist
-
     _PEERS.clear()
     if dist.world == 1:
         return
-    gathered: list[Any] = [None] * dist.world
-    tdist.all_gather_object(gathered, (dist.rank, dist.local_rank, socket.gethostname(), os.getpid()))
-    _PEERS.extend(sorted(gathered))
+    _PEERS.extend(sorted(dist.gather((dist.rank, dist.local_rank, socket.gethostname(), os.getpid()))))
 
 
 def _gone(pid: int) -> bool:

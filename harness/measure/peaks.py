@@ -254,9 +254,9 @@ def cpu_peak(cpuinfo_path: str = "/proc/cpuinfo", *, cpus: int | None = None,
 
 def device_peak(device) -> DevicePeak | None:
     """Peak table entry for a torch device ('cpu', 'cuda', 'cuda:1', torch.device)."""
-    import torch
+    from trainmark.harness.frameworks import pytorch_runtime
 
-    device = torch.device(device)
+    device = pytorch_runtime.as_device(device)
     if device.type == "cpu":
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         try:
@@ -264,7 +264,7 @@ def device_peak(device) -> DevicePeak | None:
         except (OSError, ValueError):  # no /proc/cpuinfo (not Linux) or no usable entry
             return None
     if device.type == "cuda":
-        return lookup(torch.cuda.get_device_name(device))
+        return lookup(pytorch_runtime.cuda_name(device))
     return None
 
 
@@ -286,8 +286,8 @@ def peak_dtype(precision: str, device_type: str = "cuda") -> str:
         if p == "tf32":
             return "tf32"
         if device_type == "cuda":
-            import torch
-            if torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32:
+            from trainmark.harness.frameworks import pytorch_runtime
+            if pytorch_runtime.tf32_enabled():
                 return "tf32"
         return "fp32"
     raise ValueError(f"unknown precision {precision!r}")

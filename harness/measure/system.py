@@ -99,8 +99,9 @@ def _version(package: str) -> str | None:
 
 def detect(device: str = "cpu") -> dict[str, Any]:
     """Facts about this machine and its software; no network, no hardware writes."""
-    import torch
+    from trainmark.harness.frameworks import pytorch_runtime
 
+    torch_version, cuda_version = pytorch_runtime.versions()
     versions = {p: _version(p) for p in
                 ("torch", "torchvision", "torchaudio", "numpy", "mlperf-logging", "nvidia-ml-py")}
     desc: dict[str, Any] = {field: "" for field in MLPERF_REQUIRED_FIELDS}
@@ -116,20 +117,19 @@ def detect(device: str = "cpu") -> dict[str, Any]:
         "host_memory_capacity": _memory(),
         "accelerator_model_name": "none",
         "accelerators_per_node": "0",
-        "framework": f"PyTorch {torch.__version__}",
-        "other_software_stack": ", ".join([f"Python {platform.python_version()}", f"CUDA {torch.version.cuda}",
+        "framework": f"PyTorch {torch_version}",
+        "other_software_stack": ", ".join([f"Python {platform.python_version()}", f"CUDA {cuda_version}",
                                            *(f"{p} {v}" for p, v in versions.items() if v and p != "torch"),
                                            f"trainmark {__version__}"]),
         "software_versions": versions,
-        "cuda_version": torch.version.cuda,
+        "cuda_version": cuda_version,
         "operating_system": f"{platform.system()} {platform.release()}",
         "python_version": platform.python_version(),
         "trainmark_version": __version__,
     })
-    if device.startswith("cuda") and torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(torch.device(device))
-        desc.update(accelerator_model_name=props.name, accelerators_per_node=str(torch.cuda.device_count()),
-                    accelerator_memory_capacity=f"{props.total_memory / 1024 ** 3:.0f} GB")
+    accelerator = pytorch_runtime.cuda_description(device)
+    if accelerator is not None:
+        desc.update(accelerator)
         try:
             import pynvml
             pynvml.nvmlInit()

@@ -3,16 +3,16 @@
 The search assumes what holds for training steps: if a batch size runs out of memory, every
 larger one does too. ``FakeAllocatorLimit`` lets a test (or a CPU-only machine) stand in for a
 device allocator: it raises the same ``torch.OutOfMemoryError`` the CUDA caching allocator raises.
+What is PyTorch's (its allocator's error, cache, peak and cap) is in harness/frameworks/pytorch_memory.py.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 from dataclasses import dataclass, field
 from typing import Callable
 
-import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from trainmark.harness.frameworks import pytorch_memory
+from trainmark.harness.frameworks.pytorch_memory import FakeAllocatorLimit, cuda_memory_limit
 
 __all__ = ["is_oom", "release_memory", "SearchResult", "largest_fitting", "FakeAllocatorLimit",
            "cuda_memory_limit", "PeakMemory"]
@@ -20,19 +20,17 @@ __all__ = ["is_oom", "release_memory", "SearchResult", "largest_fitting", "FakeA
 
 def is_oom(exc: BaseException) -> bool:
     """CUDA/ROCm allocator OOM (``torch.OutOfMemoryError``) or the CPU allocator's failure."""
-    if isinstance(exc, torch.OutOfMemoryError):
+    if pytorch_memory.is_oom(exc):
         return True
     text = str(exc)
     return isinstance(exc, (RuntimeError, MemoryError)) and (
         "out of memory" in text.lower() or "can't allocate memory" in text or isinstance(exc, MemoryError))
 
 
-def release_memory(device: torch.device) -> None:
+def release_memory(device) -> None:
     """Drop what a failed step left behind, so the next probe starts from the same state."""
     gc.collect()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()
+    pytorch_memory.release_cuda(device)
 
 
 @dataclass
@@ -87,55 +85,6 @@ def largest_fitting(fits: Callable[[int], bool], start: int = 1, limit: int = 1 
     return result
 
 
-class FakeAllocatorLimit(TorchDispatchMode):
-    """Raises ``torch.OutOfMemoryError`` once the bytes allocated inside the context exceed ``limit``.
-
-    Entered around one training step, it counts every new tensor an operator returns (views
-    and in-place results excluded) and never subtracts frees: a deterministic upper bound of
-    what the step allocates, which grows with the batch size as a real allocator's peak does
-    and does not depend on how many steps ran before. For tests and CPU dry runs only.
-    """
-
-    def __init__(self, limit_bytes: int):
-        super().__init__()
-        self.limit = int(limit_bytes)
-        self.allocated = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        inputs = {t.data_ptr() for t in _flat_tensors((args, kwargs)) if t.device.type != "meta"}
-        for t in _flat_tensors(out):
-            if t.device.type == "meta" or t._is_view() or t.data_ptr() in inputs:
-                continue
-            self.allocated += t.numel() * t.element_size()
-        if self.allocated > self.limit:
-            raise torch.OutOfMemoryError(
-                f"fake allocator: {self.allocated} bytes allocated, limit {self.limit} bytes")
-        return out
-
-
-def _flat_tensors(obj) -> list[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for o in obj for t in _flat_tensors(o)]
-    if isinstance(obj, dict):
-        return [t for o in obj.values() for t in _flat_tensors(o)]
-    return []
-
-
-@contextlib.contextmanager
-def cuda_memory_limit(limit_bytes: int, device: torch.device):
-    """Cap the CUDA caching allocator at ``limit_bytes`` (a real allocator limit), restored after."""
-    total = torch.cuda.get_device_properties(device).total_memory
-    torch.cuda.set_per_process_memory_fraction(min(1.0, limit_bytes / total), device)
-    try:
-        yield
-    finally:
-        torch.cuda.set_per_process_memory_fraction(1.0, device)
-
-
 class PeakMemory:
     """Peak memory of one measurement window.
 
@@ -144,15 +93,14 @@ class PeakMemory:
     5 to ``/proc/self/clear_refs`` (Linux >= 4.0): the whole process, Python and libraries included.
     """
 
-    def __init__(self, device: torch.device, proc: str = "/proc/self"):
+    def __init__(self, device, proc: str = "/proc/self"):
         self.device, self.proc = device, proc
         self.method: str | None = None
         self.reason: str | None = None
 
     def begin(self) -> None:
         if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            torch.cuda.reset_peak_memory_stats(self.device)
+            pytorch_memory.cuda_peak_begin(self.device)
             self.method = "cuda-max-memory-allocated"
             return
         try:
@@ -164,8 +112,7 @@ class PeakMemory:
 
     def end(self) -> int | None:
         if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            return int(torch.cuda.max_memory_allocated(self.device))
+            return pytorch_memory.cuda_peak_end(self.device)
         if self.method is None:
             return None
         try:

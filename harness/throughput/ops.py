@@ -5,7 +5,7 @@ models (DeepBench-style: each shape names the layer it comes from), forward and 
 dtype; a large copy and add for memory bandwidth. Each case: warm-up, device synchronisation,
 ``repeats`` timings of ``inner`` back-to-back calls (``inner`` chosen so one timing lasts about
 ``target_s``), reported as median and spread. FLOPs come from the same counter as the training
-FLOPs (``trainmark.harness.measure.flops``), so utilization in runs and here use one convention.
+FLOPs (``trainmark.harness.frameworks.pytorch_flops``), so utilization in runs and here use one convention.
 
 The measured ceiling of a dtype is its best median TFLOPS over all shapes (and, on CPU, over the
 torch and NumPy BLAS kernels: the ceiling is what the hardware does with the best kernel at hand,
@@ -23,13 +23,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-import torch
-import torch.nn.functional as F
-
 from trainmark.errors import UserError
 from trainmark.format import artifacts
+from trainmark.harness.frameworks import pytorch_ops
+from trainmark.harness.frameworks import pytorch_runtime as runtime
 from trainmark.harness.frameworks.backend import BACKENDS
-from trainmark.harness.measure import flops as _flops
+from trainmark.harness.frameworks.pytorch_ops import shape_flops
 from trainmark.harness.measure import peaks as _peaks
 from trainmark.harness.measure.other_load import OtherLoad
 
@@ -41,7 +40,8 @@ FORMAT = artifacts.OPS_FORMAT
 # Vendors' own GEMM benchmarks reach 70-90 % of the dense datasheet figure on large shapes
 # (the lent H200 measured 769-798 of 989 TFLOP/s bf16, 78-81 %); 80 % is where we call it confirmed.
 CONFIRM_FRACTION = 0.80
-DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = pytorch_ops.DTYPES  # the dtypes measured, by name
+CudaTimer = pytorch_ops.CudaTimer
 
 
 @dataclass(frozen=True)
@@ -149,29 +149,8 @@ class CpuTimer:
         return (time.perf_counter() - start) / inner
 
 
-class CudaTimer:
-    """CUDA events around the loop: the device's own clock, no host launch gaps counted twice."""
-
-    def __init__(self, device):
-        self.device = torch.device(device)
-
-    def sync(self) -> None:
-        torch.cuda.synchronize(self.device)
-
-    def time(self, fn: Callable[[], object], inner: int) -> float:
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        self.sync()
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1000.0 / inner
-
-
 def timer_for(device) -> CpuTimer | CudaTimer:
-    return CudaTimer(device) if torch.device(device).type == "cuda" else CpuTimer()
+    return CudaTimer(device) if runtime.as_device(device).type == "cuda" else CpuTimer()
 
 
 def measure(fn: Callable[[], object], timer, *, warmup_s: float = 0.1, repeats: int = 5,
@@ -193,68 +172,6 @@ def measure(fn: Callable[[], object], timer, *, warmup_s: float = 0.1, repeats: 
 
 # ---------------------------------------------------------------- cases
 
-@contextlib.contextmanager
-def _tf32(enabled: bool):
-    """TF32 on or off for both matmuls and cuDNN, restored afterwards."""
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-    torch.backends.cudnn.allow_tf32 = enabled
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-
-
-def _counted(fn_fwd: Callable[[], torch.Tensor], inputs: list[torch.Tensor]) -> tuple[int, int]:
-    """(forward, backward) FLOPs of ``fn_fwd`` on meta tensors, by the training FLOP counter."""
-    with _flops.counter() as mode:
-        out = fn_fwd()
-        fwd = mode.get_total_flops()
-        torch.autograd.grad(out, inputs, torch.empty_like(out))
-        total = mode.get_total_flops()
-    return int(fwd), int(total - fwd)
-
-
-def _tensors(shape: Shape, dtype: torch.dtype, device, requires_grad: bool):
-    d = shape.dims
-    g = dict(dtype=dtype, device=device, requires_grad=requires_grad)
-    if shape.op == "matmul":
-        return torch.randn(d["m"], d["k"], **g), torch.randn(d["k"], d["n"], **g)
-    x = torch.randn(d["n"], d["c"], d["h"], d["w"], dtype=dtype, device=device)
-    w = torch.randn(d["k"], d["c"], d["r"], d["s"], dtype=dtype, device=device)
-    if str(device) != "meta":  # NHWC: the layout tuned training uses (tensor cores, oneDNN)
-        x = x.contiguous(memory_format=torch.channels_last)
-        w = w.contiguous(memory_format=torch.channels_last)
-    return x.requires_grad_(requires_grad), w.requires_grad_(requires_grad)
-
-
-def _apply(shape: Shape, a, b):
-    if shape.op == "matmul":
-        return a @ b
-    d = shape.dims
-    return F.conv2d(a, b, stride=d["stride"], padding=d["pad"])
-
-
-def shape_flops(shape: Shape) -> tuple[int, int]:
-    """Forward and backward (input + weight gradients) FLOPs of one call."""
-    a, b = _tensors(shape, torch.float32, "meta", True)
-    return _counted(lambda: _apply(shape, a, b), [a, b])
-
-
-def _case(shape: Shape, dtype: torch.dtype, device, pass_: str) -> Callable[[], object]:
-    """The callable timed for one (shape, dtype, pass)."""
-    if pass_ == "fwd":
-        a, b = _tensors(shape, dtype, device, False)
-        if shape.op == "matmul":
-            out = torch.empty(a.shape[0], b.shape[1], dtype=dtype, device=device)
-            return lambda: torch.mm(a, b, out=out)
-        return lambda: _apply(shape, a, b)
-    a, b = _tensors(shape, dtype, device, True)
-    y = _apply(shape, a, b)
-    grad = torch.randn_like(y)
-    return lambda: torch.autograd.grad(y, (a, b), grad, retain_graph=True)
-
-
 def _numpy_case(shape: Shape):
     import numpy as np
 
@@ -266,19 +183,11 @@ def _numpy_case(shape: Shape):
     return lambda: np.matmul(a, b, out=out)
 
 
-def _torch_copy_and_add(n: int, device) -> tuple[Callable[[], object], Callable[[], object], str]:
-    """PyTorch's bandwidth kernels on ``n`` fp32 elements: into a preallocated output."""
-    src = torch.rand(n, device=device)
-    other = torch.rand(n, device=device)
-    dst = torch.empty_like(src)
-    return lambda: dst.copy_(src), lambda: torch.add(src, other, out=dst), "dst.copy_(src); torch.add(out=dst)"
-
-
 def _memory_cases(device, quick: bool,
-                  copy_and_add=_torch_copy_and_add) -> list[tuple[str, int, Callable[[], object], str]]:
+                  copy_and_add=pytorch_ops.copy_and_add) -> list[tuple[str, int, Callable[[], object], str]]:
     """(name, bytes moved per call, callable, description) for the bandwidth cases: the same sizes
     and byte counts in every framework, the framework's own copy and add kernels (``copy_and_add``)."""
-    gpu = torch.device(device).type != "cpu"
+    gpu = runtime.as_device(device).type != "cpu"
     mib = 8 if quick else (1024 if gpu else 128)   # CPU: 4x the 32 MiB L3 of the machines we run on
     n = mib * 2**20 // 4
     copy, add, kernels = copy_and_add(n, device)
@@ -292,9 +201,9 @@ def _memory_cases(device, quick: bool,
 # ---------------------------------------------------------------- the run
 
 def _device_name(device) -> str:
-    device = torch.device(device)
+    device = runtime.as_device(device)
     if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
+        return runtime.cuda_name(device)
     peak = _peaks.device_peak(device) if device.type == "cpu" else None
     return peak.name if peak else str(device)
 
@@ -306,77 +215,37 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
             timer=None, progress: Callable[[dict], None] | None = None, framework: str = "pytorch") -> dict:
     """Run the benchmark set and return the report (schema ``FORMAT``; see docs in this module).
     ``framework="tensorflow"``: the matmul, conv2d and memory cases run in TensorFlow
-    (harness/throughput/ops_tensorflow.py)."""
-    device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    (harness/frameworks/tensorflow_ops.py)."""
+    device = runtime.as_device(device)
+    if device.type == "cuda" and not runtime.cuda_available():
         raise RuntimeError("CUDA requested but torch.cuda.is_available() is False")
     ops, passes, dtypes = list(ops), list(passes), list(dtypes)
     repeats = repeats or (3 if quick else 5)
     target_s = target_s or (0.01 if quick else (0.05 if device.type == "cpu" else 0.1))
     warmup_s = warmup_s if warmup_s is not None else (0.01 if quick else 0.05)
+    timing = {"warmup_s": warmup_s, "repeats": repeats, "target_s": target_s}
     timer = timer or timer_for(device)
     if peak == "auto":
         peak = _peaks.device_peak(device)
     shapes = shapes if shapes is not None else default_shapes(device.type, quick)
     shapes = [s for s in shapes if s.op in ops]
     results, skipped, bandwidth = [], [], []
-
-    def emit(row):
-        if progress:
-            progress(row)
-
-    make_case, backend = (lambda shape, name, dev, pass_: _case(shape, DTYPES[name], dev, pass_)), "torch"
-    copy_and_add = _torch_copy_and_add
-    if framework == "tensorflow":  # the one place the framework's kernels are chosen
-        from trainmark.harness.throughput import ops_tensorflow
-        make_case, copy_and_add, backend = ops_tensorflow.case, ops_tensorflow.copy_and_add, "tensorflow"
+    emit = progress or (lambda row: None)
+    kernels = _kernels(framework)
     flop_cache = {s.name: shape_flops(s) for s in shapes}
     load = OtherLoad() if device.type == "cpu" else None
     for dtype_name in dtypes:
-        if dtype_name not in DTYPES:
-            skipped.append({"dtype": dtype_name, "reason": "fp8 GEMMs need torch._scaled_mm with scale "
-                            "factors; not measured" if dtype_name == "fp8" else "unknown dtype"})
+        reason = _dtype_skipped(dtype_name, device)
+        if reason is not None:
+            skipped.append({"dtype": dtype_name, "reason": reason})
             continue
-        if dtype_name == "tf32" and device.type != "cuda":
-            skipped.append({"dtype": "tf32", "reason": "TF32 exists only on NVIDIA tensor cores"})
-            continue
-        peak_tflops = peak.peak(dtype_name) if peak else None
-        with _tf32(dtype_name == "tf32") if device.type == "cuda" else contextlib.nullcontext():
-            for shape in shapes:
-                for pass_ in passes:
-                    try:
-                        fn = make_case(shape, dtype_name, device, pass_)
-                        timing = measure(fn, timer, warmup_s=warmup_s, repeats=repeats, target_s=target_s)
-                    except (RuntimeError, NotImplementedError) as exc:  # dtype unsupported for this op here
-                        skipped.append({"dtype": dtype_name, "name": shape.name, "pass": pass_,
-                                        "reason": f"{type(exc).__name__}: {exc}"[:200]})
-                        continue
-                    finally:
-                        fn = None
-                    row = _row(shape, dtype_name, pass_, backend, flop_cache[shape.name], timing, peak_tflops)
-                    results.append(row)
-                    emit(row)
+        with pytorch_ops.tf32(dtype_name == "tf32") if device.type == "cuda" else contextlib.nullcontext():
+            _compute_cases(shapes, dtype_name, passes, device, kernels, timer, timing,
+                           peak.peak(dtype_name) if peak else None, flop_cache, results, skipped, emit)
     if numpy_backend and device.type == "cpu" and "fp32" in dtypes and "fwd" in passes:
-        # NumPy's BLAS runs its own thread pool: let torch's OpenMP workers stop spinning first,
-        # and OpenBLAS's after, so neither steals cores from the other.
-        time.sleep(0.3)
-        for shape in (s for s in shapes if s.op == "matmul"):
-            timing = measure(_numpy_case(shape), CpuTimer(), warmup_s=warmup_s, repeats=repeats, target_s=target_s)
-            row = _row(shape, "fp32", "fwd", "numpy", flop_cache[shape.name], timing,
-                       peak.peak("fp32") if peak else None)
-            results.append(row)
-            emit(row)
-        time.sleep(0.3)
+        _numpy_cases(shapes, timing, peak.peak("fp32") if peak else None, flop_cache, results, emit)
     if "memory" in ops:
-        for name, nbytes, fn, desc in _memory_cases(device, quick, copy_and_add):
-            timing = measure(fn, timer, warmup_s=warmup_s, repeats=repeats, target_s=target_s)
-            gbs = nbytes / timing.median / 1e9
-            ref = peak.mem_bw_gbs if peak else None
-            row = {"op": name, "backend": backend, "description": desc, "bytes_moved": nbytes, **timing.as_dict(),
-                   "gbs": gbs, "gbs_best": nbytes / min(timing.samples) / 1e9,
-                   "datasheet_gbs": ref, "pct_of_peak": 100 * gbs / ref if ref else None}
-            bandwidth.append(row)
-            emit(row)
+        bandwidth = _bandwidth_cases(device, quick, kernels, timer, timing, peak, emit)
     report = {
         "format": FORMAT,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -395,15 +264,89 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
     return report
 
 
-def _device_info(device: torch.device, framework: str = "pytorch") -> dict:
-    info = {"type": device.type, "name": _device_name(device), "torch": torch.__version__,
-            "threads": torch.get_num_threads()}
+@dataclass(frozen=True)
+class _Kernels:
+    """The framework whose kernels are timed: its compute cases, its copy-and-add pair, its label."""
+
+    make_case: Callable[[Shape, str, object, str], Callable[[], object]]
+    copy_and_add: Callable
+    backend: str
+
+
+def _kernels(framework: str) -> _Kernels:
+    """The one place the framework's kernels are chosen."""
+    if framework == "tensorflow":
+        from trainmark.harness.frameworks import tensorflow_ops
+        return _Kernels(tensorflow_ops.case, tensorflow_ops.copy_and_add, "tensorflow")
+    return _Kernels(pytorch_ops.case, pytorch_ops.copy_and_add, "torch")
+
+
+def _dtype_skipped(dtype_name: str, device) -> str | None:
+    """Why ``dtype_name`` is not measured on ``device`` (None: it is)."""
+    if dtype_name not in DTYPES:
+        return "fp8 GEMMs need torch._scaled_mm with scale factors; not measured" if dtype_name == "fp8" \
+            else "unknown dtype"
+    if dtype_name == "tf32" and device.type != "cuda":
+        return "TF32 exists only on NVIDIA tensor cores"
+    return None
+
+
+def _compute_cases(shapes: list[Shape], dtype_name: str, passes: list[str], device, kernels: _Kernels, timer,
+                   timing: dict, peak_tflops, flop_cache: dict, results: list, skipped: list, emit) -> None:
+    """Every (shape, pass) of one dtype, timed; a case the device refuses is skipped with its reason."""
+    for shape in shapes:
+        for pass_ in passes:
+            try:
+                fn = kernels.make_case(shape, dtype_name, device, pass_)
+                measured = measure(fn, timer, **timing)
+            except (RuntimeError, NotImplementedError) as exc:  # dtype unsupported for this op here
+                skipped.append({"dtype": dtype_name, "name": shape.name, "pass": pass_,
+                                "reason": f"{type(exc).__name__}: {exc}"[:200]})
+                continue
+            finally:
+                fn = None
+            row = _row(shape, dtype_name, pass_, kernels.backend, flop_cache[shape.name], measured, peak_tflops)
+            results.append(row)
+            emit(row)
+
+
+def _numpy_cases(shapes: list[Shape], timing: dict, peak_tflops, flop_cache: dict, results: list, emit) -> None:
+    """The matmuls again with NumPy's BLAS (CPU, fp32, forward)."""
+    # NumPy's BLAS runs its own thread pool: let torch's OpenMP workers stop spinning first,
+    # and OpenBLAS's after, so neither steals cores from the other.
+    time.sleep(0.3)
+    for shape in (s for s in shapes if s.op == "matmul"):
+        measured = measure(_numpy_case(shape), CpuTimer(), **timing)
+        row = _row(shape, "fp32", "fwd", "numpy", flop_cache[shape.name], measured, peak_tflops)
+        results.append(row)
+        emit(row)
+    time.sleep(0.3)
+
+
+def _bandwidth_cases(device, quick: bool, kernels: _Kernels, timer, timing: dict, peak, emit) -> list[dict]:
+    """The copy and add cases: GB/s against the datasheet's memory bandwidth."""
+    bandwidth = []
+    for name, nbytes, fn, desc in _memory_cases(device, quick, kernels.copy_and_add):
+        measured = measure(fn, timer, **timing)
+        gbs = nbytes / measured.median / 1e9
+        ref = peak.mem_bw_gbs if peak else None
+        row = {"op": name, "backend": kernels.backend, "description": desc, "bytes_moved": nbytes,
+               **measured.as_dict(), "gbs": gbs, "gbs_best": nbytes / min(measured.samples) / 1e9,
+               "datasheet_gbs": ref, "pct_of_peak": 100 * gbs / ref if ref else None}
+        bandwidth.append(row)
+        emit(row)
+    return bandwidth
+
+
+def _device_info(device: runtime.Device, framework: str = "pytorch") -> dict:
+    info = {"type": device.type, "name": _device_name(device), "torch": runtime.versions()[0],
+            "threads": runtime.num_threads()}
     if framework == "tensorflow":  # the kernels timed are TensorFlow's: name its version beside torch's
-        from trainmark.reference.tf_import import tf
-        info["tensorflow"] = tf.__version__
+        from trainmark.harness.frameworks import tensorflow_ops
+        info["tensorflow"] = tensorflow_ops.version()
     if device.type == "cuda":
-        info["cuda"] = torch.version.cuda
-        info["capability"] = ".".join(map(str, torch.cuda.get_device_capability(device)))
+        info["cuda"] = runtime.versions()[1]
+        info["capability"] = runtime.cuda_capability(device)
     if device.type == "cpu":
         info["openblas_coretype_env"] = os.environ.get("OPENBLAS_CORETYPE")
     return info

@@ -22,9 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-import torch
-
 from trainmark.format import artifacts
+from trainmark.harness.frameworks import pytorch_runtime as runtime
 from trainmark.harness.measure import flops as _flops
 from trainmark.harness.measure import peaks as _peaks
 from trainmark.harness.throughput import oom as _oom
@@ -52,7 +51,7 @@ class SweepSettings:
     framework: str = "pytorch"          # the framework seam's backend that builds and steps the trainer
 
 
-def resolve_precision(device: torch.device, precision: str):
+def resolve_precision(device: runtime.Device, precision: str):
     """(autocast context factory, GradScaler or None, label), exactly as training runs use it."""
     from trainmark.harness.frameworks.pytorch_backend import autocast_for
 
@@ -65,7 +64,7 @@ class _Step:
     """One trainer at one batch size and precision: the framework seam's training step, the one
     ``trainmark run`` times, called with the next batch inside the allocator limit."""
 
-    def __init__(self, ref, hp: dict, device: torch.device, batch_size: int, precision: str, data,
+    def __init__(self, ref, hp: dict, device: runtime.Device, batch_size: int, precision: str, data,
                  limit: Callable[[], Any] = contextlib.nullcontext, framework: str = "pytorch",
                  count_flops: bool = False):
         from trainmark.harness.frameworks import backend as _framework
@@ -85,12 +84,11 @@ class _Step:
             self.trainer.step(batch)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def _sync(device: runtime.Device) -> None:
+    runtime.synchronize(device)  # nothing on a CPU
 
 
-def batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0, rank: int = 0,
+def batch_source(ref, device: runtime.Device, batch_size: int, data, seed: int = 0, rank: int = 0,
                  world: int = 1, prepare: Callable[[Any], Any] | None = None) -> Callable[[], Any]:
     """Synthetic (``data`` None): one device-resident batch reused every step, no input pipeline.
     Real: this rank's share of the reference's loader, cycled over epochs. Sweep and scale use it.
@@ -99,7 +97,7 @@ def batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0
     if data is None:
         batch = prepare(ref.synthetic_batch(batch_size, device))
         return lambda: batch
-    gen = torch.Generator().manual_seed(seed)
+    gen = runtime.generator(seed)
     state = {"epoch": 1, "it": None}
 
     def next_batch():
@@ -115,25 +113,13 @@ def batch_source(ref, device: torch.device, batch_size: int, data, seed: int = 0
     return next_batch
 
 
-def _count_flops(ref, hp: dict, device: torch.device, batch_size: int,
+def _count_flops(ref, hp: dict, device, batch_size: int,
                  framework: str = "pytorch") -> tuple[int | None, str | None]:
-    """Model FLOPs of one step at ``batch_size`` (PyTorch: on the meta device, no memory, no time;
-    another framework: its trainer's own count)."""
-    if framework != "pytorch":
-        count = _Step(ref, hp, device, batch_size, "fp32", None, framework=framework, count_flops=True)
-        flops = count.trainer.flops_per_step
-        return flops, None if flops else f"{framework} counted no FLOPs"
-    hp_b = {**hp, "global_batch_size": batch_size}
-    try:
-        with torch.device("meta"):  # no parameter memory, no initialisation time
-            model = ref.build_model()
-    except Exception:  # noqa: BLE001 - a builder that needs real tensors
-        model = ref.build_model()
-    batch = ref.to_device(ref.synthetic_batch(batch_size, "cpu"), torch.device("cpu"), train=True)
-    inputs, targets = ref.split_batch(batch)
-    count = _flops.training_flops_per_step(model, inputs, lambda out, t: ref.criterion(out, t, hp_b),
-                                           targets=targets, allow_device_fallback=False)
-    return count.total, count.reason
+    """Model FLOPs of one step at ``batch_size``: the framework seam's count (PyTorch: on the meta
+    device, no memory, no time; another framework: its trainer's own count)."""
+    from trainmark.harness.frameworks import backend as _framework
+
+    return _framework.backend(framework, device, "fp32").step_flops(ref, hp, batch_size)
 
 
 def _empty_point(common: dict, precision: str, batch_size: int, in_grid: bool) -> dict:
@@ -156,114 +142,140 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
     ``oom.cuda_memory_limit``, is entered once around the whole sweep by the caller).
     ``ceilings``: measured TFLOPS per dtype from ``trainmark ops``.
     """
-    device = torch.device(device)
+    device = runtime.as_device(device)
     if peak == "auto":
         peak = _peaks.device_peak(device)
-    limit = allocator_limit or contextlib.nullcontext
     if meter is None:
         from trainmark.harness.measure.energy import NullMeter
         meter = NullMeter("no energy meter given")
     name = benchmark or getattr(ref, "name", type(ref).__name__)
-    device_name = (torch.cuda.get_device_name(device) if device.type == "cuda"
+    device_name = (runtime.cuda_name(device) if device.type == "cuda"
                    else peak.name if peak else str(device))
     common = {"benchmark": name, "device": str(device), "device_name": device_name,
               "data": "real" if data is not None else "synthetic", "warmup_steps": settings.warmup_steps,
               "energy_method": meter.method, "energy_reason": meter.reason}
-    flop_cache: dict[int, tuple[int | None, str | None]] = {}
-    points: list[dict] = []
-    searches: dict[str, dict] = {}
-
-    def emit(point):
-        points.append(point)
-        if progress:
-            progress(point)
-
-    def measure(precision: str, batch_size: int, in_grid: bool) -> dict:
-        point = _empty_point(common, precision, batch_size, in_grid)
-        if batch_size not in flop_cache:
-            flop_cache[batch_size] = _count_flops(ref, hp, device, batch_size, settings.framework)
-        point["flops_per_step"] = flop_cache[batch_size][0]
-        memory = _oom.PeakMemory(device)
-        step = None
-        try:
-            memory.begin()
-            step = _Step(ref, hp, device, batch_size, precision, data, limit, settings.framework)
-            point["precision_used"] = step.label
-            for _ in range(settings.warmup_steps):
-                step()
-            _sync(device)
-            e0, t0 = meter.joules(), time.perf_counter()
-            n = 0
-            while n < settings.steps or time.perf_counter() - t0 < settings.min_seconds:
-                step()
-                n += 1
-            _sync(device)
-            t1, e1 = time.perf_counter(), meter.joules()
-            point["peak_memory_bytes"] = memory.end()
-            point["loss_finite"] = math.isfinite(step.trainer.loss_value())
-        except Exception as exc:  # noqa: BLE001 - an OOM or a crash is a result of this point
-            point["status"] = "oom" if _oom.is_oom(exc) else "error"
-            point["error"] = f"{type(exc).__name__}: {exc}"[:300]
-            step = None
-            _oom.release_memory(device)
-            return point
-        finally:
-            step = None
-        point["peak_memory_method"] = memory.method
-        seconds = t1 - t0
-        samples = n * batch_size
-        point.update(status="ok", steps=n, seconds=seconds, samples=samples, samples_per_s=samples / seconds,
-                     step_ms=1000 * seconds / n)
-        _rates(point, peak, device, ceilings)
-        if e0 is not None and e1 is not None:
-            point["energy_j"] = e1 - e0
-            point["j_per_sample"] = (e1 - e0) / samples
-        _oom.release_memory(device)
-        return point
-
+    sweep = _Sweep(ref, hp, device, settings, meter, allocator_limit or contextlib.nullcontext, data, ceilings,
+                   peak, common, progress)
     meter.start()
     try:
         for precision in settings.precisions:
-            outcome: dict[int, bool] = {}
-            oom_at = None
-            for b in sorted(set(settings.batch_sizes)):
-                if oom_at is not None and b > oom_at:
-                    point = _empty_point(common, precision, b, True)
-                    point.update(status="skipped", error=f"larger than batch size {oom_at}, which ran out of memory")
-                    emit(point)
-                    continue
-                point = measure(precision, b, True)
-                emit(point)
-                if point["status"] in ("ok", "oom"):  # a crash says nothing about memory
-                    outcome[b] = point["status"] == "ok"
-                if point["status"] == "oom":
-                    oom_at = b
-            if settings.oom_search:
-                search = _oom.largest_fitting(
-                    lambda b: _fits(ref, hp, device, b, precision, settings.probe_steps, limit, settings.framework),
-                    start=max([b for b, ok in outcome.items() if ok] or [1]), limit=settings.max_batch,
-                    known=outcome)
-                searches[precision] = search.as_dict()
-                best = search.max_fit
-                if settings.measure_max and best and best not in outcome:
-                    emit(measure(precision, best, False))
+            sweep.grid(precision)
     finally:
         meter.stop()
     return {
         "format": FORMAT,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "benchmark": name,
-        "device": {"type": device.type, "name": common["device_name"], "torch": torch.__version__,
-                   "threads": torch.get_num_threads(), "framework": settings.framework,
+        "device": {"type": device.type, "name": common["device_name"], "torch": runtime.versions()[0],
+                   "threads": runtime.num_threads(), "framework": settings.framework,
                    "framework_version": _framework_version(settings.framework)},
         "settings": asdict(settings),
         "peak": peak.as_dict() if peak else None,
         "ceilings": ceilings,
         "energy": {"method": meter.method, "reason": meter.reason},
-        "oom_search": searches,
-        "points": points,
-        "best": best_points(points),
+        "oom_search": sweep.searches,
+        "points": sweep.points,
+        "best": best_points(sweep.points),
     }
+
+
+class _Sweep:
+    """One sweep's points: the grid of one precision, its out-of-memory search, each point measured."""
+
+    def __init__(self, ref, hp: dict, device, settings: SweepSettings, meter, limit: Callable[[], Any], data,
+                 ceilings: dict | None, peak, common: dict, progress: Callable[[dict], None] | None):
+        self.ref, self.hp, self.device, self.settings, self.meter = ref, hp, device, settings, meter
+        self.limit, self.data, self.ceilings, self.peak, self.common = limit, data, ceilings, peak, common
+        self.progress = progress
+        self.flop_cache: dict[int, tuple[int | None, str | None]] = {}
+        self.points: list[dict] = []
+        self.searches: dict[str, dict] = {}
+
+    def emit(self, point: dict) -> None:
+        self.points.append(point)
+        if self.progress:
+            self.progress(point)
+
+    def grid(self, precision: str) -> None:
+        """The grid's batch sizes in order (none above one that ran out of memory), then the search."""
+        outcome: dict[int, bool] = {}
+        oom_at = None
+        for b in sorted(set(self.settings.batch_sizes)):
+            if oom_at is not None and b > oom_at:
+                point = _empty_point(self.common, precision, b, True)
+                point.update(status="skipped", error=f"larger than batch size {oom_at}, which ran out of memory")
+                self.emit(point)
+                continue
+            point = self.measure(precision, b, True)
+            self.emit(point)
+            if point["status"] in ("ok", "oom"):  # a crash says nothing about memory
+                outcome[b] = point["status"] == "ok"
+            if point["status"] == "oom":
+                oom_at = b
+        if self.settings.oom_search:
+            self.search(precision, outcome)
+
+    def search(self, precision: str, outcome: dict[int, bool]) -> None:
+        """The largest batch size that fits, and (``measure_max``) its point."""
+        s = self.settings
+        search = _oom.largest_fitting(
+            lambda b: _fits(self.ref, self.hp, self.device, b, precision, s.probe_steps, self.limit, s.framework),
+            start=max([b for b, ok in outcome.items() if ok] or [1]), limit=s.max_batch, known=outcome)
+        self.searches[precision] = search.as_dict()
+        best = search.max_fit
+        if s.measure_max and best and best not in outcome:
+            self.emit(self.measure(precision, best, False))
+
+    def measure(self, precision: str, batch_size: int, in_grid: bool) -> dict:
+        """One point: an out-of-memory or a crash is its result, with the error."""
+        point = _empty_point(self.common, precision, batch_size, in_grid)
+        if batch_size not in self.flop_cache:
+            self.flop_cache[batch_size] = _count_flops(self.ref, self.hp, self.device, batch_size,
+                                                       self.settings.framework)
+        point["flops_per_step"] = self.flop_cache[batch_size][0]
+        memory = _oom.PeakMemory(self.device)
+        try:
+            n, seconds, e0, e1 = self._timed(point, memory, precision, batch_size)
+        except Exception as exc:  # noqa: BLE001 - an OOM or a crash is a result of this point
+            point["status"] = "oom" if _oom.is_oom(exc) else "error"
+            point["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            _oom.release_memory(self.device)
+            return point
+        point["peak_memory_method"] = memory.method
+        samples = n * batch_size
+        point.update(status="ok", steps=n, seconds=seconds, samples=samples, samples_per_s=samples / seconds,
+                     step_ms=1000 * seconds / n)
+        _rates(point, self.peak, self.device, self.ceilings)
+        if e0 is not None and e1 is not None:
+            point["energy_j"] = e1 - e0
+            point["j_per_sample"] = (e1 - e0) / samples
+        _oom.release_memory(self.device)
+        return point
+
+    def _timed(self, point: dict, memory, precision: str, batch_size: int) -> tuple[int, float, float | None,
+                                                                                    float | None]:
+        """(steps, seconds, joules before, joules after) of the timed steps, after the warm-up; the
+        step is dropped before returning or raising, so that its memory can be released."""
+        s, step = self.settings, None
+        try:
+            memory.begin()
+            step = _Step(self.ref, self.hp, self.device, batch_size, precision, self.data, self.limit, s.framework)
+            point["precision_used"] = step.label
+            for _ in range(s.warmup_steps):
+                step()
+            _sync(self.device)
+            e0, t0 = self.meter.joules(), time.perf_counter()
+            n = 0
+            while n < s.steps or time.perf_counter() - t0 < s.min_seconds:
+                step()
+                n += 1
+            _sync(self.device)
+            t1, e1 = time.perf_counter(), self.meter.joules()
+            point["peak_memory_bytes"] = memory.end()
+            point["loss_finite"] = math.isfinite(step.trainer.loss_value())
+            return n, t1 - t0, e0, e1
+        finally:
+            step = None
 
 
 def _framework_version(name: str) -> str:
@@ -290,7 +302,7 @@ def _fits(ref, hp, device, batch_size, precision, probe_steps, limit, framework:
         _oom.release_memory(device)
 
 
-def _rates(point: dict, peak, device: torch.device, ceilings: dict | None) -> None:
+def _rates(point: dict, peak, device: runtime.Device, ceilings: dict | None) -> None:
     flops = point["flops_per_step"]
     point["tflops"] = _flops.achieved_tflops(flops, point["steps"], point["seconds"])
     if peak is not None and point["precision_used"]:

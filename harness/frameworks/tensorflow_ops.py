@@ -17,6 +17,11 @@ from trainmark.reference.tf_import import tf
 DTYPES = {"fp32": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}
 
 
+def version() -> str:
+    """TensorFlow's version, as the report names it beside torch's."""
+    return tf.__version__
+
+
 def _function(fn: Callable[[], object]) -> Callable[[], object]:
     """One graph for a case (no AutoGraph: the cases hold no Python control flow, and AutoGraph cannot
     read a lambda's source, warning once per case)."""
