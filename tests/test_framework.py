@@ -133,7 +133,6 @@ def test_collectives_of_a_world_of_one_return_their_input():
 
 # harness modules outside harness/frameworks/ that still import a framework, and why (see docs/frameworks.md)
 FRAMEWORK_IMPORTS_LEFT = {
-    "harness/scale/worker.py",    # the torchrun worker of `trainmark scale`: DDP steps and all-reduce timing
     "harness/code_record.py",     # the implementation record names torch's and CUDA's versions
 }
 

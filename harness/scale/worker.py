@@ -69,33 +69,28 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if not args.only_allreduce and (not args.benchmark or not args.global_batch):
         parser.error("--benchmark and --global-batch are required unless --only-allreduce")
-    import torch
-    import torch.distributed as tdist
-
     from trainmark.files import write_json_atomic
-    from trainmark.harness.frameworks import distributed
+    from trainmark.harness.frameworks import distributed, pytorch_scale
     from trainmark.harness.throughput.sweep import resolve_precision
 
-    device = torch.device(args.device)
-    dist = distributed.init(str(device))
-    if device.type == "cuda":
-        device = torch.device("cuda", dist.local_rank)
-    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    device, dist = pytorch_scale.join(args.device)
+    sync = pytorch_scale.synchronizer(device)
     barrier = dist.barrier
     sizes = [int(s) for s in args.allreduce_sizes.split(",") if s.strip()]
-    result: dict = {"format": FORMAT, "world_size": dist.world, "torch_threads": torch.get_num_threads(),
-                    "backend": tdist.get_backend() if dist.world > 1 else None}
+    result: dict = {"format": FORMAT, "world_size": dist.world, **pytorch_scale.group_facts(dist)}
     if not args.only_allreduce:
-        result.update(_measure_steps(args, dist, device, sync, barrier, torch, resolve_precision))
+        result.update(_measure_steps(args, dist, device, sync, barrier, resolve_precision))
     if sizes and dist.world > 1:
-        result["allreduce"] = _measure_allreduce(sizes, args, dist, device, sync, barrier, torch, tdist)
+        result["allreduce"] = pytorch_scale.measure_allreduce(sizes, args.steps, args.repeats, dist, device, sync,
+                                                              barrier, _block)
     if dist.local_rank == 0:  # every node's first rank: the figures are gathered on all ranks, each node keeps them
         write_json_atomic(args.result, result)
     distributed.shutdown()
     return 0
 
 
-def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) -> dict:
+def _measure_steps(args, dist, device, sync, barrier, resolve_precision) -> dict:
+    from trainmark.harness.frameworks import pytorch_scale
     from trainmark.harness.frameworks.pytorch_backend import PyTorchBackend
     from trainmark.reference import registry
     from trainmark.rules import LATEST_VERSION
@@ -111,20 +106,12 @@ def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) 
     trainer = PyTorchBackend(device, args.precision, dist).trainer(ref, ref.build_model, hp, None, seed=1234,
                                                                    count_flops=False, schedule_steps=100)
     model, label = trainer.model, trainer.precision_used
-    batches = _batches(ref, args, rules, local, dist, device, torch)
+    batches = _batches(ref, args, rules, local, dist, device)
 
     def step(synced: bool):
         trainer.step(batches(), sync=synced)
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    grad_numel = sum(p.numel() for p in params)
-    grad_bytes = sum(p.numel() * p.element_size() for p in params)
-    flat = torch.zeros(grad_numel, dtype=params[0].dtype if params else torch.float32, device=device)
-
-    def allreduce():
-        if dist.world > 1:
-            torch.distributed.all_reduce(flat)
-
+    allreduce, grad_numel, grad_bytes = pytorch_scale.gradient_allreduce(model, device, dist)
     for _ in range(args.warmup_steps):
         step(True)
     synced, compute, comm = [], [], []
@@ -135,7 +122,7 @@ def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) 
             comm.append(_block(allreduce, args.steps, sync, barrier))
     compute, comm = compute or synced, comm or [0.0]
     mine = [statistics.median(synced), statistics.median(compute), statistics.median(comm)]
-    per_rank = _gather(mine, dist, device, torch)
+    per_rank = pytorch_scale.gather(mine, dist, device)
     step_s, compute_s, comm_s = (max(r[i] for r in per_rank) for i in range(3))
     return {
         "benchmark": rules.name, "data": args.data, "precision_used": label, "device": str(device),
@@ -147,8 +134,9 @@ def _measure_steps(args, dist, device, sync, barrier, torch, resolve_precision) 
     }
 
 
-def _batches(ref, args, rules, local: int, dist, device, torch):
-    """Synthetic: one device-resident batch reused (no input pipeline). Real: this rank's share, cycled."""
+def _batches(ref, args, rules, local: int, dist, device, _unused=None):
+    """Synthetic: one device-resident batch reused (no input pipeline). Real: this rank's share, cycled.
+    (The last parameter is not used: callers once passed torch.)"""
     from trainmark.harness.throughput.sweep import batch_source
 
     data = None
@@ -157,28 +145,6 @@ def _batches(ref, args, rules, local: int, dist, device, torch):
 
         data = ref.load_data(resolve_data_dir(rules, args.data_dir))
     return batch_source(ref, device, local, data, seed=1234, rank=dist.rank, world=dist.world)
-
-
-def _gather(values: list[float], dist, device, torch) -> list[list[float]]:
-    """Every rank's values, in rank order (a world of one: just ours)."""
-    if dist.world == 1:
-        return [values]
-    t = torch.tensor(values, dtype=torch.float64, device=device)
-    out = [torch.zeros_like(t) for _ in range(dist.world)]
-    torch.distributed.all_gather(out, t)
-    return [o.tolist() for o in out]
-
-
-def _measure_allreduce(sizes, args, dist, device, sync, barrier, torch, tdist) -> list[dict]:
-    rows = []
-    for nbytes in sizes:
-        buf = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=device)
-        for _ in range(2):
-            tdist.all_reduce(buf)
-        times = [_block(lambda: tdist.all_reduce(buf), args.steps, sync, barrier) for _ in range(args.repeats)]
-        slowest = _gather([statistics.median(times)], dist, device, torch)
-        rows.append({"bytes": buf.numel() * 4, "seconds": max(r[0] for r in slowest)})
-    return rows
 
 
 if __name__ == "__main__":
