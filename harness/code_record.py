@@ -30,7 +30,7 @@ from trainmark import __version__
 from trainmark.digest import sha256_file
 from trainmark.errors import UserError
 from trainmark.format import layout
-from trainmark.rules.reference_code import reference_sources, released_differences
+from trainmark.rules.reference_code import frozen, reference_sources, released_differences
 
 FORMAT = layout.IMPLEMENTATION_FORMAT
 MANIFEST = layout.MANIFEST
@@ -98,6 +98,17 @@ def manifest_text(folder: Path) -> str:
     return "".join(lines)
 
 
+def refuse_frozen(rules, rules_root: Path | None, division: str) -> None:
+    """A one-line UserError for a closed run under a rules version whose released code is frozen: the code
+    installed now is a later release's, so the result would fail ``CODE-007`` when checked."""
+    note = frozen(rules.version, rules_root) if division == "closed" else None
+    if note:
+        from trainmark.rules import LATEST_VERSION
+
+        raise UserError(f"rules {rules.version}: its reference code is frozen as released ({note}); a closed-division "
+                        f"run now uses rules {LATEST_VERSION} (--rules-version {LATEST_VERSION})")
+
+
 def write_record(submitter_root: Path, rules, system: str, division: str, model_spec: str | None,
                  options: dict[str, Any]) -> Path:
     """Write the implementation record of one run; returns its folder.
@@ -105,6 +116,7 @@ def write_record(submitter_root: Path, rules, system: str, division: str, model_
     In the closed division it also says, before any trial, when the installed reference code
     is not the released one (the checker would report ``CODE-007``).
     """
+    refuse_frozen(rules, options.get("rules_dir"), division)
     dest = record_dir(submitter_root, rules.name, system)
     dest.parent.mkdir(parents=True, exist_ok=True)
     framework = options.get("framework") or "pytorch"

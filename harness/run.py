@@ -303,7 +303,8 @@ def prepare(opts: RunOptions) -> Prepared:
         if value is not None and layout.name_refusal(value, max_len=layout.RUN_NAME_MAX):
             raise UserError(f"{label} {value!r}: use letters, digits, '.', '_' and '-' only")
     framework.available(opts.framework)
-    framework.implements(opts.framework, rules.name)
+    framework.implements(opts.framework, rules)
+    implementation.refuse_frozen(rules, opts.rules_dir, opts.division)
     if opts.model and opts.framework != "pytorch":
         raise UserError(f"--model builds a PyTorch module: it cannot run under --framework {opts.framework}")
     if opts.model and opts.division == "closed":

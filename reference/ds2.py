@@ -25,7 +25,6 @@ from trainmark.reference import ctc, fsdd, librispeech, recipe
 from trainmark.reference.base import Reference
 from trainmark.reference.batching import length_buckets
 from trainmark.reference.ds2_model import ConvSpec, DeepSpeech2
-from trainmark.reference.registry import register
 from trainmark.reference.speech_features import FeatureSpec, Frontend
 
 
@@ -163,7 +162,6 @@ class DS2Reference(Reference):
         return waves.to(device), full(samples).to(device), targets.to(device), full(self.synthetic_labels).to(device)
 
 
-@register
 class DS2Mini(DS2Reference):
     """Connected digits from FSDD: 11 classes (blank + ten digit words), one label per spoken digit."""
 
@@ -215,7 +213,6 @@ class DS2Mini(DS2Reference):
         return " ".join(fsdd.WORDS[i - 1] for i in ids)
 
 
-@register
 class DS2Full(DS2Reference):
     """LibriSpeech 960 h -> dev-clean, characters; sizes after deepspeech.pytorch's DS2 defaults."""
 

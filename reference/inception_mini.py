@@ -28,7 +28,6 @@ from torchvision.models.inception import (
 )
 
 from trainmark.reference.fashion_mnist_classifier import FashionMnistClassifier
-from trainmark.reference.registry import register
 
 DIVISOR = 8  # 8 keeps every Inception v3 width an integer and the model at 0.15 M parameters
 
@@ -71,7 +70,6 @@ def inception_mini(num_classes: int = 10, divisor: int = DIVISOR) -> Inception3:
     return model
 
 
-@register
 class InceptionMini(FashionMnistClassifier):
     name = "inception-mini"
 

@@ -16,7 +16,6 @@ from torchvision.models import inception_v3
 from torchvision.models.inception import InceptionOutputs
 
 from trainmark.reference.imagenet_classifier import ImageNetClassifier
-from trainmark.reference.registry import register
 
 
 def inception_loss(output, labels, label_smoothing: float, aux_weight: float):
@@ -30,7 +29,6 @@ def inception_loss(output, labels, label_smoothing: float, aux_weight: float):
     return F.cross_entropy(output, labels, label_smoothing=label_smoothing)
 
 
-@register
 class InceptionV3(ImageNetClassifier):
     name = "inception-v3"
     train_crop = 299

@@ -21,7 +21,6 @@ from trainmark.errors import UserError
 from trainmark.reference import kjv, recipe, text_corpus
 from trainmark.reference.base import Reference
 from trainmark.reference.lstm_model import LSTMLanguageModel
-from trainmark.reference.registry import register
 
 EVAL_STREAMS = 64  # enough parallel work for a CPU; divides evenly among 1, 2, 4, ... 64 ranks
 
@@ -112,7 +111,6 @@ class LSTMReference(Reference):
         return tokens[:, :-1], tokens[:, 1:]
 
 
-@register
 class LSTMMini(LSTMReference):
     name = "lstm-mini"
     vocab_size = 10_000
@@ -131,7 +129,6 @@ class LSTMMini(LSTMReference):
         return kjv.prepare(out_dir, source)
 
 
-@register
 class LSTMFull(LSTMReference):
     name = "lstm"
     vocab_size = 267_736   # WikiText-103's 267,735 types (Merity et al. 2016, Table 1) + <eos>

@@ -11,10 +11,8 @@ from torch import nn
 from torchvision.models import resnet50
 
 from trainmark.reference.imagenet_classifier import ImageNetClassifier
-from trainmark.reference.registry import register
 
 
-@register
 class ResNet50(ImageNetClassifier):
     name = "resnet50"
 

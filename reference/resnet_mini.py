@@ -11,7 +11,6 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock, ResNet
 
 from trainmark.reference.fashion_mnist_classifier import FashionMnistClassifier
-from trainmark.reference.registry import register
 
 WIDTHS = (16, 32, 64, 128)
 
@@ -36,7 +35,6 @@ def resnet_mini(num_classes: int = 10, widths: tuple[int, ...] = WIDTHS) -> ResN
     return model
 
 
-@register
 class ResnetMini(FashionMnistClassifier):
     """Data path and recipe: ``FashionMnistClassifier`` (shared by the Fashion-MNIST minis)."""
 

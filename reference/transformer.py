@@ -22,7 +22,6 @@ from trainmark.errors import UserError
 from trainmark.reference import bible_parallel, parallel_text, recipe
 from trainmark.reference.base import Reference
 from trainmark.reference.batching import length_buckets
-from trainmark.reference.registry import register
 from trainmark.reference.transformer_model import PAD, Seq2SeqTransformer
 
 
@@ -124,7 +123,6 @@ class TransformerReference(Reference):
         return tuple(t.to(device) for t in parallel_text.pad_pairs(rows[0], rows[1]))
 
 
-@register
 class TransformerMini(TransformerReference):
     name = "transformer-mini"
     vocab_size = 2000
@@ -153,7 +151,6 @@ class TransformerMini(TransformerReference):
         return [*written, parallel_text.train_spm(lines, self.vocab_size, out_dir / parallel_text.SPM_FILE)]
 
 
-@register
 class TransformerFull(TransformerReference):
     """Transformer base (Vaswani et al. 2017, Table 3) on WMT14 English -> German."""
 

@@ -13,10 +13,8 @@ from torch import nn
 from torchvision.models import vgg16
 
 from trainmark.reference.imagenet_classifier import ImageNetClassifier
-from trainmark.reference.registry import register
 
 
-@register
 class VGG16(ImageNetClassifier):
     name = "vgg16"
 

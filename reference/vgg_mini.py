@@ -18,7 +18,6 @@ from torch import nn
 from torchvision.models.vgg import VGG, make_layers
 
 from trainmark.reference.fashion_mnist_classifier import FashionMnistClassifier
-from trainmark.reference.registry import register
 
 # VGG notation: output channels of a 3x3 convolution, or "M" for a 2x2 max-pool: 28 -> 14 -> 7 -> 3.
 # Narrowed from vgg16's (64, 64, M, 128, 128, M, 256 x3, M, 512 x3, M, 512 x3, M) to the width
@@ -46,7 +45,6 @@ def vgg_mini(num_classes: int = 10, config=CONFIG) -> VGG:
     return model
 
 
-@register
 class VggMini(FashionMnistClassifier):
     name = "vgg-mini"
 

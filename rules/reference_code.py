@@ -6,10 +6,16 @@ harness copies the reference's source files into the submission's implementation
 shipped beside the rule files, ``rules/<version>/reference-code.json``. That file is
 generated (``trainmark rules code-hashes``) and a test fails when it is stale.
 
-A benchmark's reference code is the module that defines its registered reference class,
-every module of ``trainmark.reference`` it imports (found by reading the source, never by
-running it), and its rule file. Paths inside the record are ``code/<module/path>.py`` and
-``code/rules/<version>/<benchmark>.yaml``.
+A benchmark's reference code is the module its rule file names (``implementations: {pytorch:
+MODULE:CLASS}``), every module of ``trainmark.reference`` it imports (found by reading the source,
+never by running it), and its rule file; under another framework, also the module of the twin the
+rule file names there and what that imports, plus the framework's helpers in ``trainmark.reference``
+that the backend runs for every twin (``FRAMEWORK_HELPERS``). Paths inside the record are
+``code/<module/path>.py`` and ``code/rules/<version>/<benchmark>.yaml``.
+
+A table may be frozen (a top-level ``frozen`` note): the hashes of a rules version as released,
+which results under that version are verified against; it is never regenerated, and a closed run
+under it is refused (the installed reference code is a later one).
 """
 from __future__ import annotations
 
@@ -85,14 +91,9 @@ def reference_modules(root_module: str) -> dict[str, Path]:
     return dict(sorted(out.items()))
 
 
-# Frameworks besides PyTorch: the modules that hold their twins of the references (``--framework``).
-# Each module's ``MODELS`` dict literal names the benchmarks it covers; it is read, never imported (no
-# TensorFlow). A twin's record holds its module and what that imports: its data builder and recipe.
-TWINS = {"tensorflow": ("trainmark.reference.keras_twins.fashion_mnist",
-                        "trainmark.reference.keras_twins.transformer",
-                        "trainmark.reference.keras_twins.ds2",
-                        "trainmark.reference.keras_twins.lstm",
-                        "trainmark.reference.keras_twins.imagenet")}
+# Modules of ``trainmark.reference`` that a framework's backend runs for every twin, whichever twin it is:
+# TensorFlow's import guard and the weight mapping that loads, writes and describes a twin's weights.
+FRAMEWORK_HELPERS = {"tensorflow": ("trainmark.reference.tf_import", "trainmark.reference.keras_twins.weights")}
 
 
 def implementation_of(rules: BenchmarkRules, framework: object) -> str:
@@ -111,33 +112,18 @@ def released_key(benchmark: str, framework: str = "pytorch") -> str:
     return benchmark if framework == "pytorch" else f"{benchmark}@{framework}"
 
 
-def _twin_models(module: str) -> set[str]:
-    """The keys of a twin module's ``MODELS`` dict literal (read, not imported)."""
-    origin = _origin(module)
-    for node in ast.walk(ast.parse(origin.read_text(encoding="utf-8"))) if origin else ():
-        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MODELS" for t in node.targets)
-                and isinstance(node.value, ast.Dict)):
-            return {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
-    return set()
-
-
-def twin_module(framework: str, benchmark: str) -> str | None:
-    """The module that holds ``benchmark``'s twin under ``framework`` (None: it has none)."""
-    return next((m for m in TWINS.get(framework, ()) if benchmark in _twin_models(m)), None)
-
-
-def twin_benchmarks(framework: str) -> set[str]:
-    """The benchmarks that ``framework``'s twin modules have a model for."""
-    return {name for module in TWINS.get(framework, ()) for name in _twin_models(module)}
+def implementation_module(rules: BenchmarkRules, framework: str = "pytorch") -> str | None:
+    """The module that the rule file names for ``framework`` (None: the benchmark has no such implementation)."""
+    spec = rules.data["implementations"].get(framework)
+    return spec.partition(":")[0] if spec else None
 
 
 def reference_sources(rules: BenchmarkRules, framework: str = "pytorch") -> dict[str, Path]:
     """Record path -> source file of a benchmark's released reference code (modules and rule file);
-    under another framework, also its twin's module, its data builders and what those import."""
-    from trainmark.reference import registry
-
-    twin = twin_module(framework, rules.name) if framework != "pytorch" else None
-    roots = [type(registry.for_rules(rules)).__module__, *([twin] if twin else [])]
+    under another framework, also its twin's module, its data builders, the framework's helpers and what
+    those import. Nothing is imported: the rule file names the modules, their sources are read."""
+    twin = implementation_module(rules, framework) if framework != "pytorch" else None
+    roots = [implementation_module(rules), *([twin, *FRAMEWORK_HELPERS.get(framework, ())] if twin else [])]
     sources = {module_path(name, path): path for root in roots for name, path in reference_modules(root).items()}
     sources[f"{layout.CODE_DIR}/rules/{rules.version}/{rules.name}.yaml"] = rules.path
     return sources
@@ -147,11 +133,9 @@ def hash_table(version: str, rules_root: Path | None = None) -> dict:
     """The content of ``<rules_root>/<version>/reference-code.json`` for the code installed now."""
     benchmarks = {}
     for name, rules in load_ruleset(version, rules_root).items():
-        benchmarks[name] = {path: sha256_file(src) for path, src in reference_sources(rules).items()}
-        for framework in TWINS:
-            if name in twin_benchmarks(framework):
-                benchmarks[released_key(name, framework)] = {
-                    path: sha256_file(src) for path, src in reference_sources(rules, framework).items()}
+        for framework in rules.data["implementations"]:
+            benchmarks[released_key(name, framework)] = {
+                path: sha256_file(src) for path, src in reference_sources(rules, framework).items()}
     return {"format": FORMAT, "rules_version": version,
             "generated_by": "trainmark rules code-hashes --rules-version " + version,
             "benchmarks": benchmarks}
@@ -163,6 +147,15 @@ def render(table: dict) -> str:
 
 def hash_file(version: str, rules_root: Path | None = None) -> Path:
     return Path(rules_root or RULES_ROOT) / version / HASH_FILE
+
+
+def frozen(version: str, rules_root: Path | None = None) -> str | None:
+    """Why ``version``'s table is frozen as released (its ``frozen`` note), or None: not frozen, or no table."""
+    try:
+        note = json.loads(hash_file(version, rules_root).read_text(encoding="utf-8")).get("frozen")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return note if isinstance(note, str) and note else None
 
 
 def released_differences(rules: BenchmarkRules, rules_root: Path | None, sources: dict[str, Path],

@@ -4,8 +4,9 @@ The checker compares every trial's ``structure.json`` with the reference model's
 Rebuilding the reference for that means importing torch and torchvision (about 4.5 s of CPU
 on a 2-core machine, most of a check's time), so the structures of a rules version are
 generated once (``trainmark rules code-hashes``, which writes the released reference's code
-hashes and these) into ``rules/<version>/reference-structures.json``; a test rebuilds them
-and fails when the file is stale. The file is ours (or the reviewer's ``--rules-dir``), never
+hashes and these: ``trainmark.cli.rules.structure_table`` builds the models) into
+``rules/<version>/reference-structures.json``; a test rebuilds them and fails when the file is
+stale. This module only reads the file, which is ours (or the reviewer's ``--rules-dir``), never
 a submission's.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainmark.rules.ruleset import RULES_ROOT, BenchmarkRules, load_ruleset
+from trainmark.rules.ruleset import RULES_ROOT, BenchmarkRules
 
 STRUCTURE_FILE = "reference-structures.json"
 FORMAT = "trainmark-reference-structures/1"
@@ -21,24 +22,6 @@ FORMAT = "trainmark-reference-structures/1"
 
 def structure_file(version: str, rules_root: Path | None = None) -> Path:
     return Path(rules_root or RULES_ROOT) / version / STRUCTURE_FILE
-
-
-def build(rules: BenchmarkRules) -> dict:
-    """The reference's structure description, built on the meta device (imports torch)."""
-    import torch
-
-    from trainmark.format import structure
-    from trainmark.reference import registry
-
-    with torch.device("meta"):
-        model = registry.for_rules(rules).build_model()
-    return structure.describe(model)
-
-
-def table(version: str, rules_root: Path | None = None) -> dict:
-    ruleset = load_ruleset(version, rules_root)
-    return {"format": FORMAT, "rules_version": version,
-            "benchmarks": {name: build(rules) for name, rules in sorted(ruleset.items())}}
 
 
 def render(data: dict) -> str:

@@ -1,11 +1,13 @@
-"""Shared test fixtures: the tiny registered reference and test-only rule files."""
+"""Shared test fixtures: the tiny reference and test-only rule files."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
 import pytest
-from tiny_reference import TinyData, TinyTest  # noqa: F401  (registers tiny-test)
+from tiny_reference import TinyData, TinyTest  # noqa: F401  (tests/rules' tiny-test.yaml names it)
+
+from trainmark.rules import LATEST_VERSION
 
 TEST_RULES = Path(__file__).parent / "rules"
 SHIPPED_RULES = Path(__file__).resolve().parents[1] / "rules"
@@ -24,9 +26,9 @@ def rules_copy(tmp_path) -> Path:
     """A writable copy of the test rules plus the shipped ones, for tests that edit a rule."""
     dest = tmp_path / "rules"
     shutil.copytree(TEST_RULES, dest)
-    for f in (SHIPPED_RULES / "1.0").glob("*.yaml"):
-        if not (dest / "1.0" / f.name).exists():
-            shutil.copy(f, dest / "1.0" / f.name)
+    for f in (SHIPPED_RULES / LATEST_VERSION).glob("*.yaml"):
+        if not (dest / LATEST_VERSION / f.name).exists():
+            shutil.copy(f, dest / LATEST_VERSION / f.name)
     return dest
 
 

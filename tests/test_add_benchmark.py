@@ -1,10 +1,14 @@
-"""Adding a benchmark is a reference module plus a rule file: shown from a temporary folder."""
+"""Adding a benchmark is a reference module plus a rule file that names it: shown from a temporary folder."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pytest
+
 from trainmark.cli import main
+from trainmark.errors import UserError
+from trainmark.rules import LATEST_VERSION
 
 TEST_RULES = Path(__file__).parent / "rules"
 
@@ -14,10 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainmark.reference.base import Reference
-from trainmark.reference.registry import register
 
 
-@register
 class Stripes(Reference):
     """Two classes split by the sign of x0 - x1, 16 features."""
     name = "stripes"
@@ -62,11 +64,11 @@ def test_a_benchmark_from_a_temporary_folder_runs_and_checks(tmp_path, monkeypat
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "stripes_ref.py").write_text(REFERENCE)
-    rules = tmp_path / "rules" / "1.0"
+    rules = tmp_path / "rules" / LATEST_VERSION
     rules.mkdir(parents=True)
-    text = (TEST_RULES / "1.0" / "tiny-test.yaml").read_text()
-    text = text.replace("benchmark: tiny-test", "benchmark: stripes").replace(
-        "  id: tiny-test\n", "  id: stripes\n  implementation: stripes_ref:Stripes\n")
+    text = (TEST_RULES / LATEST_VERSION / "tiny-test.yaml").read_text()
+    text = text.replace("benchmark: tiny-test", "benchmark: stripes").replace("  id: tiny-test\n", "  id: stripes\n")
+    text = text.replace("  pytorch: tiny_reference:TinyTest\n", "  pytorch: stripes_ref:Stripes\n")
     (rules / "stripes.yaml").write_text(text)
     monkeypatch.syspath_prepend(str(plugins))
     out = tmp_path / "out"
@@ -79,3 +81,49 @@ def test_a_benchmark_from_a_temporary_folder_runs_and_checks(tmp_path, monkeypat
     capsys.readouterr()
     code = main(["check", str(out), "--rules-dir", str(tmp_path / "rules")])
     assert code == 0, capsys.readouterr().out
+
+
+TWIN = '''
+class StripesTwin:
+    """Stands in for a Keras twin: the rule file names it, the TensorFlow backend would build it."""
+
+    @classmethod
+    def build_model(cls, ref):
+        return "a keras model of " + ref.name
+'''
+
+
+def test_a_twin_is_a_module_the_rule_file_names(tmp_path, monkeypatch):
+    """Under another framework, the rule file's ``implementations`` entry is the whole registration: the
+    backend finds the twin there, and its released-code record covers the twin and the framework's helpers."""
+    from trainmark.harness.frameworks.backend import implements
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+    from trainmark.rules.reference_code import reference_sources
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "stripes_ref.py").write_text(REFERENCE)
+    (plugins / "stripes_twin.py").write_text(TWIN)
+    rules_dir = tmp_path / "rules" / LATEST_VERSION
+    rules_dir.mkdir(parents=True)
+    text = (TEST_RULES / LATEST_VERSION / "tiny-test.yaml").read_text()
+    text = text.replace("benchmark: tiny-test", "benchmark: stripes").replace("  id: tiny-test\n", "  id: stripes\n")
+    text = text.replace("  pytorch: tiny_reference:TinyTest\n", "  pytorch: stripes_ref:Stripes\n")
+    (rules_dir / "plain.yaml").write_text(text.replace("benchmark: stripes", "benchmark: plain").replace(
+        "  id: stripes\n", "  id: plain\n"))
+    (rules_dir / "stripes.yaml").write_text(text.replace(
+        "  pytorch: stripes_ref:Stripes\n", "  pytorch: stripes_ref:Stripes\n  tensorflow: stripes_twin:StripesTwin\n"))
+    monkeypatch.syspath_prepend(str(plugins))
+    rules = get_rules("stripes", rules_root=tmp_path / "rules")
+    sources = reference_sources(rules, "tensorflow")
+    assert "stripes_twin" not in sys.modules                      # listed by reading, not by importing
+    assert {"code/stripes_ref.py", "code/stripes_twin.py", "code/trainmark/reference/tf_import.py",
+            "code/trainmark/reference/keras_twins/weights.py"} <= set(sources)
+    assert "code/stripes_twin.py" not in reference_sources(rules)  # the PyTorch record: the reference only
+    implements("tensorflow", rules)
+    ref = registry.for_rules(rules)
+    assert registry.twin(ref, "tensorflow").build_model(ref) == "a keras model of stripes"
+    with pytest.raises(UserError, match=r"--framework tensorflow: plain has no TensorFlow reference yet "
+                                        r"\(available: stripes\)"):
+        implements("tensorflow", get_rules("plain", rules_root=tmp_path / "rules"))

@@ -29,7 +29,7 @@ def tree(tmp_path_factory):
     """A clean submission of the test benchmark 'tiny-test', whose reference the registry builds."""
     root = tmp_path_factory.mktemp("cli")
     rules = get_rules("tiny-test", rules_root=TEST_RULES)
-    synthetic.write_submission(root, rules, registry.get("tiny-test").build_model())
+    synthetic.write_submission(root, rules, registry.for_rules(rules).build_model())
     return root
 
 

@@ -95,7 +95,7 @@ FOLDERS = settings(max_examples=25, deadline=None, suppress_health_check=[Health
 def clean(tmp_path_factory):
     root = tmp_path_factory.mktemp("clean18")
     synthetic.write_submission(root, get_rules("tiny-test", rules_root=TEST_RULES),
-                               registry.get("tiny-test").build_model())
+                               registry.for_rules(get_rules("tiny-test", rules_root=TEST_RULES)).build_model())
     return root
 
 

@@ -420,13 +420,13 @@ def test_convergence_points_are_kept_per_implementation(tmp_path):
     import yaml
 
     def rules_with_twin_points(folder, epochs):
-        (folder / "1.0").mkdir(parents=True)
+        (folder / "1.1").mkdir(parents=True)
         data = yaml.safe_load(RULES.path.read_text())
         data["convergence"]["points"] = [p for p in data["convergence"]["points"] if "implementation" not in p]
         if epochs:
             data["convergence"]["points"].append({"implementation": "resnet-mini@tensorflow", "global_batch_size": 256,
                                                   "epochs_to_target": [epochs] * 10})
-        (folder / "1.0" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
+        (folder / "1.1" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
         return CheckOptions(rules_root=folder, reference_builder=TINY.reference_builder)
 
     plans = synthetic.default_plans(RULES)  # every trial in epoch 5

@@ -31,7 +31,7 @@ BENCH = "closed/acme/results/sys1/tiny-test"
 def tree(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli18")
     rules = get_rules("tiny-test", rules_root=TEST_RULES)
-    synthetic.write_submission(root, rules, registry.get("tiny-test").build_model())
+    synthetic.write_submission(root, rules, registry.for_rules(rules).build_model())
     return root
 
 
@@ -211,7 +211,7 @@ def test_data_verify_calls_a_fifo_what_it_is(rules_copy, tmp_path, capsys):
     import hashlib
 
     import yaml
-    path = rules_copy / "1.0" / "tiny-test.yaml"
+    path = rules_copy / "1.1" / "tiny-test.yaml"
     rule = yaml.safe_load(path.read_text())
     rule["dataset"]["files"] = {"a.bin": hashlib.sha256(b"x").hexdigest()}
     path.write_text(yaml.safe_dump(rule))

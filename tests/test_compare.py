@@ -26,7 +26,8 @@ def plans(scale: float, energy: float = 1500.0):
 
 
 def folder(root: Path, scale: float, energy: float = 1500.0) -> Path:
-    synthetic.write_submission(root, TINY_RULES, registry.get("tiny-test").build_model(), plans=plans(scale, energy))
+    synthetic.write_submission(root, TINY_RULES, registry.for_rules(TINY_RULES).build_model(),
+                               plans=plans(scale, energy))
     return root
 
 
@@ -98,7 +99,7 @@ def test_no_common_benchmark_exits_2_with_one_line(base, tmp_path, capsys):
 
 def test_missing_energy_gives_no_ratio_and_says_why(base, tmp_path):
     plain = tmp_path / "plain"
-    synthetic.write_submission(plain, TINY_RULES, registry.get("tiny-test").build_model(), plans=[
+    synthetic.write_submission(plain, TINY_RULES, registry.for_rules(TINY_RULES).build_model(), plans=[
         synthetic.TrialPlan(seed=100 + k, metrics=[0.5, 0.95], train_energy_j=None, eval_energy_j=None)
         for k in range(3)])
     (row,) = compare_reports(report(base), report(plain))["benchmarks"]

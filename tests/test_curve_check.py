@@ -24,12 +24,12 @@ BAND = [[1, 0.65, 0.72], [2, 0.70, 0.77], [3, 0.75, 0.82], [4, 0.80, 0.87], [5, 
 
 def rules_with_band(tmp_path: Path, severity="warning", batch=256) -> Path:
     root = tmp_path / "rules"
-    (root / "1.0").mkdir(parents=True, exist_ok=True)
-    data = yaml.safe_load((ROOT / "rules" / "1.0" / "resnet-mini.yaml").read_text())
+    (root / "1.1").mkdir(parents=True, exist_ok=True)
+    data = yaml.safe_load((ROOT / "rules" / "1.1" / "resnet-mini.yaml").read_text())
     data["curve_band"] = {"severity": severity, "tolerance": 0.02, "source": "test",
                           "bands": [{"implementation": "resnet-mini", "global_batch_size": batch,
                                      "precision": "fp32", "epochs": BAND}]}
-    (root / "1.0" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
+    (root / "1.1" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
     return root
 
 
@@ -98,7 +98,7 @@ def test_a_twin_is_judged_by_its_own_band(tmp_path):
     _, report = check(tmp_path / "none", plans=plans)
     assert curve_findings(report) == []  # no band of the twin: not judged
     root = rules_with_band(tmp_path / "twin")
-    path = root / "1.0" / "resnet-mini.yaml"
+    path = root / "1.1" / "resnet-mini.yaml"
     data = yaml.safe_load(path.read_text())
     twin_band = [[e, round(low - 0.2, 4), high] for e, low, high in BAND]  # wide enough for the low epoch 2
     data["curve_band"]["bands"].append({**data["curve_band"]["bands"][0], "implementation": "resnet-mini@tensorflow",

@@ -11,9 +11,10 @@ from conftest import SHIPPED_RULES, TEST_RULES
 
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
+from trainmark.errors import UserError
 from trainmark.harness.code_record import manifest_text
 from trainmark.harness.run import RunOptions, run_benchmark
-from trainmark.rules import reference_code
+from trainmark.rules import LATEST_VERSION, known_versions, reference_code
 
 SUB = "closed/acme"
 RECORD = f"{SUB}/benchmarks/tiny-test/implementations/box"
@@ -23,13 +24,14 @@ BENCH = f"{SUB}/results/box/tiny-test"
 def _rules_with_hashes(dest: Path, src: Path = TEST_RULES) -> Path:
     """The test rules (or ``src``) plus reference-code.json and reference-structures.json generated
     for them (as `trainmark rules code-hashes` does)."""
+    from trainmark.cli.rules import structure_table
     from trainmark.rules import reference_structures
 
     shutil.copytree(src, dest)
-    table = reference_code.hash_table("1.0", dest)
-    reference_code.hash_file("1.0", dest).write_text(reference_code.render(table), encoding="utf-8")
-    reference_structures.structure_file("1.0", dest).write_text(
-        reference_structures.render(reference_structures.table("1.0", dest)), encoding="utf-8")
+    table = reference_code.hash_table(LATEST_VERSION, dest)
+    reference_code.hash_file(LATEST_VERSION, dest).write_text(reference_code.render(table), encoding="utf-8")
+    reference_structures.structure_file(LATEST_VERSION, dest).write_text(
+        reference_structures.render(structure_table(LATEST_VERSION, dest)), encoding="utf-8")
     return dest
 
 
@@ -63,9 +65,47 @@ def rewrite_manifest(record: Path) -> None:
 
 
 def test_shipped_reference_hashes_are_up_to_date():
-    text = reference_code.render(reference_code.hash_table("1.0"))
-    assert reference_code.hash_file("1.0").read_text(encoding="utf-8") == text, \
-        "rules/1.0/reference-code.json is stale: run `trainmark rules code-hashes`"
+    """Every table that is not frozen as released describes the installed code; the latest is never frozen."""
+    assert not reference_code.frozen(LATEST_VERSION)
+    for version in known_versions():
+        if reference_code.frozen(version):
+            continue
+        text = reference_code.render(reference_code.hash_table(version))
+        assert reference_code.hash_file(version).read_text(encoding="utf-8") == text, \
+            f"rules/{version}/reference-code.json is stale: run `trainmark rules code-hashes --rules-version {version}`"
+
+
+def test_a_frozen_table_is_never_rewritten(tmp_path, capsys):
+    """rules 1.0's hashes stay as released (its results are verified against them): code-hashes refuses to write
+    them, and a closed run under 1.0 is refused before anything is written."""
+    path = reference_code.hash_file("1.0")
+    before = path.read_bytes()
+    assert "new runs use 1.1" in reference_code.frozen("1.0")
+    assert main(["rules", "code-hashes", "--rules-version", "1.0"]) == 2
+    err = capsys.readouterr().err
+    assert "is frozen" in err and len(err.strip().splitlines()) == 1
+    assert path.read_bytes() == before
+    run = dict(benchmark="resnet-mini", rules_version="1.0", quiet=True, submitter="acme", system_name="box",
+               trials=1, data_dir=tmp_path, out=tmp_path / "out")
+    with pytest.raises(UserError, match=r"rules 1\.0: its reference code is frozen as released .*--rules-version 1\.1"):
+        run_benchmark(RunOptions(**run))
+    assert not (tmp_path / "out").exists()
+    assert main(["run", "resnet-mini", "--rules-version", "1.0", "--out", str(tmp_path / "out"), "--quiet",
+                 "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "frozen as released" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_twins_record_covers_the_framework_helpers():
+    """A Keras twin's record holds its module, and the helpers the TensorFlow backend runs for every twin (the
+    weight mapping, the import guard), which live in trainmark.reference for this."""
+    from trainmark.rules import get_rules
+
+    for name in ("resnet-mini", "lstm-mini"):
+        sources = reference_code.reference_sources(get_rules(name), "tensorflow")
+        assert {"code/trainmark/reference/keras_twins/weights.py", "code/trainmark/reference/tf_import.py",
+                "code/trainmark/reference/keras_twins/recipe.py"} <= set(sources), name
+        assert not [p for p in reference_code.reference_sources(get_rules(name)) if "keras_twins" in p]
 
 
 def test_reference_sources_follow_imports_of_the_reference_package():
@@ -76,7 +116,8 @@ def test_reference_sources_follow_imports_of_the_reference_package():
     assert "code/trainmark/reference/fashion_mnist_classifier.py" in sources  # imported by resnet_mini
     assert "code/trainmark/reference/base.py" in sources                       # imported transitively
     assert "code/trainmark/reference/lstm.py" not in sources                   # another benchmark's code
-    assert sources["code/rules/1.0/resnet-mini.yaml"] == SHIPPED_RULES / "1.0" / "resnet-mini.yaml"
+    rule_file = SHIPPED_RULES / LATEST_VERSION / "resnet-mini.yaml"
+    assert sources[f"code/rules/{LATEST_VERSION}/resnet-mini.yaml"] == rule_file
 
 
 def test_a_twins_sources_are_found_by_reading_never_by_running_them():
@@ -98,8 +139,9 @@ def test_run_writes_the_record_and_check_verifies_it(run_copy):
     record = out / RECORD
     info = json.loads((record / "implementation.json").read_text())
     assert info["benchmark"] == "tiny-test" and info["division"] == "closed" and info["model"] is None
-    assert "code/tiny_reference.py" in info["code_files"] and "code/rules/1.0/tiny-test.yaml" in info["code_files"]
-    assert (record / "code/rules/1.0/tiny-test.yaml").read_bytes() == (rules / "1.0/tiny-test.yaml").read_bytes()
+    rule_file = f"code/rules/{LATEST_VERSION}/tiny-test.yaml"
+    assert "code/tiny_reference.py" in info["code_files"] and rule_file in info["code_files"]
+    assert (record / rule_file).read_bytes() == (rules / LATEST_VERSION / "tiny-test.yaml").read_bytes()
     env = json.loads((record / "environment.json").read_text())
     assert env["distributions"]["torch"] and env["python"] and "cuda" in env and "cuda_driver" in env
     assert json.loads((record / "command.json").read_text())["options"]["benchmark"] == "tiny-test"
@@ -193,12 +235,12 @@ def test_run_warns_before_training_when_the_reference_is_not_the_released_one(tm
                trials=1, data_dir=tmp_path)
     run_benchmark(RunOptions(out=tmp_path / "a", **run))
     assert "differs from the released reference" not in capsys.readouterr().err
-    table = json.loads(reference_code.hash_file("1.0", rules).read_text())
+    table = json.loads(reference_code.hash_file(LATEST_VERSION, rules).read_text())
     table["benchmarks"]["tiny-test"]["code/tiny_reference.py"] = "0" * 64
-    reference_code.hash_file("1.0", rules).write_text(json.dumps(table))
+    reference_code.hash_file(LATEST_VERSION, rules).write_text(json.dumps(table))
     run_benchmark(RunOptions(out=tmp_path / "b", **run))
     err = capsys.readouterr().err
-    assert "differs from the released reference of rules 1.0 (code/tiny_reference.py)" in err
+    assert f"differs from the released reference of rules {LATEST_VERSION} (code/tiny_reference.py)" in err
 
 
 def test_open_division_records_the_model_source(tmp_path, monkeypatch):
@@ -223,7 +265,7 @@ def test_open_division_records_the_model_source(tmp_path, monkeypatch):
 def test_code_hashes_command_checks_staleness(tmp_path, capsys):
     rules = _rules_with_hashes(tmp_path / "rules")
     assert main(["rules", "code-hashes", "--check", "--rules-dir", str(rules)]) == 0
-    with open(rules / "1.0" / "tiny-test.yaml", "a") as f:
+    with open(rules / LATEST_VERSION / "tiny-test.yaml", "a") as f:
         f.write("# edited\n")
     assert main(["rules", "code-hashes", "--check", "--rules-dir", str(rules)]) == 1
     assert "stale" in capsys.readouterr().err

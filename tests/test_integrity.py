@@ -121,9 +121,9 @@ def test_trial_json_missing_a_field_breaks_the_schema(submission_copy):
 # -- a noisy score is explained by the data (SPREAD-001) ---------------------------------------
 def _spread_submission(tmp_path, epoch_s, other_load):
     """Rules that bound the train-time CV at 0.10, and trials with the given epoch times and other load."""
-    (tmp_path / "rules" / "1.0").mkdir(parents=True)
-    (tmp_path / "rules" / "1.0" / "resnet-mini.yaml").write_text(
-        "benchmark: resnet-mini\nrules_version: '1.0'\ninclude: resnet-mini\nscoring:\n  max_train_time_cv: 0.10\n")
+    (tmp_path / "rules" / "1.1").mkdir(parents=True)
+    (tmp_path / "rules" / "1.1" / "resnet-mini.yaml").write_text(
+        "benchmark: resnet-mini\nrules_version: '1.1'\ninclude: resnet-mini\nscoring:\n  max_train_time_cv: 0.10\n")
     plans = synthetic.default_plans(RULES)
     for plan, s in zip(plans, epoch_s):
         plan.epoch_s = s

@@ -3,16 +3,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trainmark.rules import get_rules, reference_structures
+from trainmark.rules import get_rules, known_versions, reference_structures
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_shipped_structures_are_those_the_references_build():
     """Stale means a reference model changed without `trainmark rules code-hashes`."""
-    path = reference_structures.structure_file("1.0")
-    assert path.read_text(encoding="utf-8") == reference_structures.render(reference_structures.table("1.0")), \
-        f"{path} is stale: run `trainmark rules code-hashes`"
+    from trainmark.cli.rules import structure_table
+
+    for version in known_versions():
+        path = reference_structures.structure_file(version)
+        assert path.read_text(encoding="utf-8") == reference_structures.render(structure_table(version)), \
+            f"{path} is stale: run `trainmark rules code-hashes --rules-version {version}`"
 
 
 def test_checker_uses_the_shipped_structure_and_imports_no_torch():

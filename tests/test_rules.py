@@ -5,7 +5,7 @@ import pytest
 import yaml
 from conftest import SHIPPED_RULES
 
-from trainmark.rules import RulesError, get_rules, known_versions, load_ruleset
+from trainmark.rules import LATEST_VERSION, RulesError, get_rules, known_versions, load_ruleset
 from trainmark.rules import ruleset as ruleset_module
 from trainmark.rules.docs import render_markdown
 from trainmark.rules.ruleset import validate
@@ -25,21 +25,46 @@ def test_every_shipped_rule_file_validates():
 
 
 def test_only_a_file_byte_identical_to_its_release_skips_the_schema(rules_copy):
-    shipped = SHIPPED_RULES / "1.0" / "resnet-mini.yaml"
+    shipped = SHIPPED_RULES / LATEST_VERSION / "resnet-mini.yaml"
     raw = shipped.read_bytes()
     assert ruleset_module._is_released(shipped, raw)
     assert not ruleset_module._is_released(shipped, raw + b"\n")                       # edited
-    assert not ruleset_module._is_released(rules_copy / "1.0" / "resnet-mini.yaml", raw)  # not shipped
+    assert not ruleset_module._is_released(rules_copy / LATEST_VERSION / "resnet-mini.yaml", raw)  # not shipped
 
 
 def test_every_shipped_benchmark_has_a_reference():
     from trainmark.reference import registry
     for r in load_ruleset().values():
         assert registry.get(r.reference_model["id"]).name == r.reference_model["id"]
+    for version in known_versions():  # the rule file names the class: every version's, every framework's
+        for r in load_ruleset(version).values():
+            assert registry.for_rules(r).name == r.reference_model["id"]
+            assert set(r.implementations) == {"pytorch", "tensorflow"}, r.path
+
+
+def test_the_rule_file_is_the_only_registry(rules_copy):
+    """``implementations`` is required; what it names is imported, or one line says why not."""
+    from trainmark.errors import UserError
+    from trainmark.reference import registry
+
+    path = rules_copy / LATEST_VERSION / "tiny-test.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["implementations"]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(RulesError, match=r"tiny-test.yaml: field '<top level>': 'implementations' is a required"):
+        get_rules("tiny-test", rules_root=rules_copy)
+    for spec, why in [("tiny_reference:NoSuchClass", "cannot be imported"),
+                      ("no_such_module_b7:TinyTest", "cannot be imported"),
+                      ("trainmark.reference.resnet_mini:ResnetMini", "is named 'resnet-mini', not")]:
+        data["implementations"] = {"pytorch": spec}
+        path.write_text(yaml.safe_dump(data))
+        with pytest.raises(UserError, match=why) as err:
+            registry.for_rules(get_rules("tiny-test", rules_root=rules_copy))
+        assert "\n" not in str(err.value) and str(path) in str(err.value)
 
 
 def test_broken_rule_file_names_the_field(rules_copy):
-    path = rules_copy / "1.0" / "resnet-mini.yaml"
+    path = rules_copy / LATEST_VERSION / "resnet-mini.yaml"
     data = yaml.safe_load(path.read_text())
     data["metric"]["direction"] = "up"
     path.write_text(yaml.safe_dump(data))
@@ -48,7 +73,7 @@ def test_broken_rule_file_names_the_field(rules_copy):
 
 
 def test_invalid_yaml_names_the_line(rules_copy):
-    path = rules_copy / "1.0" / "resnet-mini.yaml"
+    path = rules_copy / LATEST_VERSION / "resnet-mini.yaml"
     path.write_text("benchmark: resnet-mini\nmetric: [unclosed\n")
     with pytest.raises(RulesError, match=r"resnet-mini.yaml: line \d+: not valid YAML"):
         get_rules("resnet-mini", rules_root=rules_copy)
@@ -77,7 +102,7 @@ def test_closed_hyperparameter_limits():
 
 
 def test_docs_are_generated_from_the_rules_and_up_to_date():
-    assert DOCS.read_text(encoding="utf-8") == render_markdown("1.0"), \
+    assert DOCS.read_text(encoding="utf-8") == render_markdown(LATEST_VERSION), \
         "docs/rules.md is out of date: run `trainmark rules docs`"
 
 
@@ -96,10 +121,10 @@ def test_the_rules_schema_is_a_valid_json_schema():
 def test_include_starts_from_the_shipped_file_and_overrides(tmp_path):
     from trainmark.rules import get_rules
 
-    folder = tmp_path / "1.0"
+    folder = tmp_path / LATEST_VERSION
     folder.mkdir()
     (folder / "resnet-mini.yaml").write_text(
-        "benchmark: resnet-mini\nrules_version: '1.0'\ninclude: resnet-mini\n"
+        f"benchmark: resnet-mini\nrules_version: '{LATEST_VERSION}'\ninclude: resnet-mini\n"
         "metric:\n  target: 0.5\nmax_epochs: 2\ndataset:\n  env_var: null\n")
     got = get_rules("resnet-mini", rules_root=tmp_path)
     shipped = get_rules("resnet-mini")
@@ -113,8 +138,9 @@ def test_include_names_a_shipped_benchmark_never_a_path(tmp_path, name):
     from trainmark.rules import get_rules
     from trainmark.rules.ruleset import RulesError
 
-    folder = tmp_path / "1.0"
+    folder = tmp_path / LATEST_VERSION
     folder.mkdir()
-    (folder / "resnet-mini.yaml").write_text(f"benchmark: resnet-mini\nrules_version: '1.0'\ninclude: {name!r}\n")
+    (folder / "resnet-mini.yaml").write_text(
+        f"benchmark: resnet-mini\nrules_version: '{LATEST_VERSION}'\ninclude: {name!r}\n")
     with pytest.raises(RulesError, match="field 'include'"):
         get_rules("resnet-mini", rules_root=tmp_path)

@@ -2,7 +2,7 @@
 and decoding, BLEU by sacrebleu (also summed over ranks), the WMT loader on a fixture, and one
 short real trial through `trainmark data prepare`, `trainmark run` and `trainmark check`.
 
-The trial uses test-only rules (tests/rules/1.0/transformer-mini.yaml: the first 1,500 training and
+The trial uses test-only rules (tests/rules/1.1/transformer-mini.yaml: the first 1,500 training and
 50 validation pairs of the real prepared files, pinned by checksum, a lower BLEU target).
 """
 import json

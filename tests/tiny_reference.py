@@ -1,6 +1,6 @@
-"""``tiny-test``: a registered reference that trains a linear classifier on a separable synthetic
-set in milliseconds, so the harness's bookkeeping (windows, logs, statuses, resume, ranks) is
-tested without waiting for a CNN. Imported by conftest.py and by dist_launch.py (torchrun).
+"""``tiny-test``: a reference (tests/rules/1.1/tiny-test.yaml names it) that trains a linear classifier on a
+separable synthetic set in milliseconds, so the harness's bookkeeping (windows, logs, statuses, resume, ranks)
+is tested without waiting for a CNN. Imported by conftest.py and by dist_launch.py (torchrun).
 """
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainmark.reference.base import Reference
-from trainmark.reference.registry import register
 
 
 class TinyData:
@@ -19,7 +18,6 @@ class TinyData:
         self.y = (self.x[:, 0] + 0.5 * self.x[:, 1] > 0).long()
 
 
-@register
 class TinyTest(Reference):
     """Hooks: ``nan_at_epoch`` makes the loss NaN, ``interrupt_at`` raises Ctrl-C at (trial seed, epoch),
     ``tick`` is called once per training step and ``eval_tick`` once per evaluation (fake clocks)."""

@@ -2,7 +2,7 @@
 
 To keep CI within a minute, the trial reads a fixed subset of Fashion-MNIST (the first
 ``N_TRAIN`` training and ``N_EVAL`` test images, written as plain IDX files): test-only rules
-(tests/rules/1.0/<mini>.yaml) pin those files' SHA-256, compress the schedule into ``max_epochs``
+(tests/rules/1.1/<mini>.yaml) pin those files' SHA-256, compress the schedule into ``max_epochs``
 and set a target that the subset reaches; the shipped targets are reached on the full data in the
 runs committed under submissions/.
 """

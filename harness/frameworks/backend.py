@@ -71,14 +71,21 @@ def available(name: str) -> None:
                         f"{REQUIRES[name][1]}")
 
 
-def implements(name: str, benchmark: str) -> None:
-    """Raise a one-line UserError when framework ``name`` has no implementation of ``benchmark`` (a twin
-    module's ``MODELS`` names it; read, not imported): said before any data is checked or any rank starts."""
-    from trainmark.rules import reference_code
+def implements(name: str, rules) -> None:
+    """Raise a one-line UserError when framework ``name`` has no implementation of ``rules``' benchmark (its
+    rule file names none under ``implementations``; nothing is imported): said before any data is checked or
+    any rank starts."""
+    from trainmark.rules import load_ruleset
 
-    if name != "pytorch" and reference_code.twin_module(name, benchmark) is None:
-        raise UserError(f"--framework {name}: {benchmark} has no {DISPLAY.get(name, name)} reference yet "
-                        f"(available: {', '.join(sorted(reference_code.twin_benchmarks(name)))})")
+    if name in rules.implementations:
+        return
+    try:  # the benchmarks of the same rules that have one (read from their rule files)
+        others = load_ruleset(rules.version, rules.path.parent.parent)
+    except UserError:
+        others = {}
+    have = sorted(n for n, r in others.items() if name in r.implementations)
+    raise UserError(f"--framework {name}: {rules.name} has no {DISPLAY.get(name, name)} reference yet "
+                    f"(available: {', '.join(have)})")
 
 
 def backend(name: str, device, precision: str, dist: Dist | None = None) -> Backend:

@@ -23,8 +23,8 @@ Several ranks (torchrun, as for PyTorch): each rank steps its share of the globa
 gradients cross from TensorFlow to torch.distributed as one flat numpy vector per step. Evaluation sums the
 reference's per-rank counts. One process keeps the single fused step.
 
-Scope today (issue 17): fp32, CPU, the benchmarks that the twin modules' ``MODELS`` name
-(``trainmark.rules.reference_code.TWINS``). Anything else is a clear error.
+Scope today (issue 17): fp32, CPU, the benchmarks whose rule files name a twin
+(``implementations: {tensorflow: MODULE:CLASS}``). Anything else is a clear error.
 """
 from __future__ import annotations
 
@@ -42,20 +42,26 @@ from trainmark.errors import UserError
 from trainmark.harness.frameworks import pytorch_runtime
 from trainmark.harness.frameworks.distributed import Dist
 from trainmark.reference.keras_twins import weights as keras_weights
-from trainmark.rules import reference_code
+
+
+def twin_class(ref):
+    """A reference's Keras twin, as the benchmark's rule file names it; a UserError names the benchmarks
+    that have one."""
+    from trainmark.harness.frameworks.backend import implements
+    from trainmark.reference import registry
+
+    implements("tensorflow", ref.rules)
+    return registry.twin(ref, "tensorflow")
 
 
 def twin_module(ref):
-    """The module of a reference's Keras twin; a UserError names the benchmarks that have one."""
-    from trainmark.harness.frameworks.backend import implements
-
-    implements("tensorflow", ref.name)
-    return importlib.import_module(reference_code.twin_module("tensorflow", ref.name))
+    """The module of a reference's Keras twin (its ``load_data``, and ``prepare_data`` where it has one)."""
+    return importlib.import_module(twin_class(ref).__module__)
 
 
 def keras_model(ref):
     """The Keras twin's model of a reference, freshly initialised."""
-    return twin_module(ref).TWINS[ref.name].build_model(ref)
+    return twin_class(ref).build_model(ref)
 
 
 class TensorFlowTrainer:
@@ -76,7 +82,7 @@ class TensorFlowTrainer:
         self.samples_per_step = self.local_batch * dist.world
         self.steps_per_epoch = ((ref.train_samples(data) // dist.world) // self.local_batch
                                 if data is not None else schedule_steps)
-        self.twin = twin_module(ref).TWINS[ref.name](ref, hp, self.steps_per_epoch, seed)
+        self.twin = twin_class(ref)(ref, hp, self.steps_per_epoch, seed)
         self.model = self.twin.model
         self.twin.optimizer.build(self.model.trainable_variables)
         compiled = lambda f: tf.function(f, jit_compile=False, reduce_retracing=True, autograph=False)  # noqa: E731

@@ -87,9 +87,6 @@ def deepspeech2(ref, unroll: bool = False) -> DeepSpeech2:
     return model
 
 
-# benchmark -> Keras builder
-MODELS = {"ds2-mini": deepspeech2, "ds2": deepspeech2}
-
 
 def load_data(ref, rules, data_dir: Path):
     """The reference's data through tensorflow-datasets: FSDD's recordings and evaluation utterances
@@ -154,5 +151,3 @@ class DS2Twin:
         log_probs, out_frames = self._forward(*as_tf(feats, frames))
         return torch.from_numpy(log_probs.numpy()), torch.from_numpy(out_frames.numpy())
 
-
-TWINS = dict.fromkeys(MODELS, DS2Twin)

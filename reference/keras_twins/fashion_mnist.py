@@ -194,9 +194,6 @@ def inception_mini(num_classes: int = 10, divisor: int = INCEPTION_DIVISOR) -> k
                        name="inception_mini")
 
 
-# benchmark -> Keras builder; a benchmark without one is not yet available under TensorFlow
-MODELS = {"resnet-mini": resnet_mini, "vgg-mini": vgg_mini, "inception-mini": inception_mini}
-
 
 def load_data(ref, rules, data_dir: Path) -> fashion_mnist.FashionMNIST:
     """Fashion-MNIST through tensorflow-datasets: the PyTorch loader's arrays, in its order."""
@@ -210,6 +207,7 @@ class FashionMnistTwin:
     with Nesterov momentum at the reference's own rates, label smoothing, L2 on the kernels only."""
 
     clip_norm = None
+    builder = staticmethod(resnet_mini)  # the Keras model of the benchmark (each benchmark's class below)
 
     def __init__(self, ref, hp: dict[str, Any], steps_per_epoch: int, seed: int):
         self.ref, self.hp = ref, hp
@@ -220,9 +218,9 @@ class FashionMnistTwin:
         self.kernels = [w for w in self.model.trainable_variables if w.path.endswith("/kernel")]
         self._logits = tf.function(lambda x: self.model(x, training=False), reduce_retracing=True)
 
-    @staticmethod
-    def build_model(ref) -> keras.Model:
-        return MODELS[ref.name](ref.num_classes)
+    @classmethod
+    def build_model(cls, ref) -> keras.Model:
+        return cls.builder(ref.num_classes)
 
     inputs = staticmethod(as_tf)  # (uint8 images [N, 28, 28], labels [N]): normalised inside the step
 
@@ -238,4 +236,14 @@ class FashionMnistTwin:
         return torch.from_numpy(logits.numpy())
 
 
-TWINS = dict.fromkeys(MODELS, FashionMnistTwin)
+# the twin of each benchmark, as its rule file names it (implementations: tensorflow)
+class ResnetMiniTwin(FashionMnistTwin):
+    builder = staticmethod(resnet_mini)
+
+
+class VggMiniTwin(FashionMnistTwin):
+    builder = staticmethod(vgg_mini)
+
+
+class InceptionMiniTwin(FashionMnistTwin):
+    builder = staticmethod(inception_mini)

@@ -128,9 +128,6 @@ def inception_v3(num_classes: int = 1000) -> keras.Model:
     return keras.Model(inputs, [layers.Dense(num_classes, name="fc")(x), aux], name="inception_v3")
 
 
-# benchmark -> Keras builder
-MODELS = {"resnet50": resnet50, "vgg16": vgg16, "inception-v3": inception_v3}
-
 
 def load_data(ref, rules, data_dir: Path) -> imagenet.ImageNet:
     """ImageNet through tensorflow-datasets' imagenet2012 (the tars in ``data_dir``), in the PyTorch loader's
@@ -165,6 +162,7 @@ class ImageNetTwin:
     ``opt_decay_norm_and_bias``, on the kernels only; label smoothing; inception-v3's auxiliary loss."""
 
     clip_norm = None
+    builder = staticmethod(resnet50)  # the Keras model of the benchmark (each benchmark's class below)
 
     def __init__(self, ref, hp: dict[str, Any], steps_per_epoch: int, seed: int):
         self.ref, self.hp = ref, hp
@@ -178,9 +176,9 @@ class ImageNetTwin:
         self.decayed = decayed
         self._logits = tf.function(lambda x: self._main(self.model(x, training=False)), reduce_retracing=True)
 
-    @staticmethod
-    def build_model(ref) -> keras.Model:
-        return MODELS[ref.name](ref.num_classes)
+    @classmethod
+    def build_model(cls, ref) -> keras.Model:
+        return cls.builder(ref.num_classes)
 
     inputs = staticmethod(as_tf)  # (uint8 images [N, 3, H, W], labels [N]): normalised inside the step
 
@@ -206,4 +204,14 @@ class ImageNetTwin:
         return torch.from_numpy(logits.numpy())
 
 
-TWINS = dict.fromkeys(MODELS, ImageNetTwin)
+# the twin of each benchmark, as its rule file names it (implementations: tensorflow)
+class Resnet50Twin(ImageNetTwin):
+    builder = staticmethod(resnet50)
+
+
+class Vgg16Twin(ImageNetTwin):
+    builder = staticmethod(vgg16)
+
+
+class InceptionV3Twin(ImageNetTwin):
+    builder = staticmethod(inception_v3)

@@ -123,9 +123,6 @@ def language_model(ref, unroll: bool = False) -> LanguageModel:
     return model
 
 
-# benchmark -> Keras builder
-MODELS = {"lstm-mini": language_model, "lstm": language_model}
-
 
 def load_data(ref, rules, data_dir: Path) -> text_corpus.Corpus:
     """The corpus through tensorflow-datasets, with the PyTorch loader's vocabulary and token streams: the
@@ -178,5 +175,3 @@ class LSTMTwin:
         nll, state = self._nll(*as_tf(tokens, targets), state)
         return torch.from_numpy(nll.numpy()), state
 
-
-TWINS = dict.fromkeys(MODELS, LSTMTwin)

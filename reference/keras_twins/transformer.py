@@ -129,9 +129,6 @@ def transformer(ref) -> Transformer:
     return model
 
 
-# benchmark -> Keras builder
-MODELS = {"transformer-mini": transformer, "transformer": transformer}
-
 WMT14_HOW_TO_GET = ("put statmt's four WMT14 archives in the data folder and run `trainmark data prepare transformer "
                     "--framework tensorflow --data-dir DIR` (tensorflow-datasets builds wmt14_translate from them, "
                     "and the subword model spm.model is trained on its training pairs)")
@@ -185,7 +182,7 @@ class TransformerTwin:
 
     @staticmethod
     def build_model(ref) -> Transformer:
-        return MODELS[ref.name](ref)
+        return transformer(ref)
 
     inputs = staticmethod(as_tf)  # (src, tgt_in, tgt_out), padded with PAD
 
@@ -208,5 +205,3 @@ class TransformerTwin:
             warnings.simplefilter("ignore", UserWarning)
             return torch.from_numpy(self._last(tf.convert_to_tensor(tgt_in.numpy()), memory, src_keys).numpy())
 
-
-TWINS = dict.fromkeys(MODELS, TransformerTwin)
