@@ -144,3 +144,18 @@ def test_include_names_a_shipped_benchmark_never_a_path(tmp_path, name):
         f"benchmark: resnet-mini\nrules_version: '{LATEST_VERSION}'\ninclude: {name!r}\n")
     with pytest.raises(RulesError, match="field 'include'"):
         get_rules("resnet-mini", rules_root=tmp_path)
+
+
+def test_a_reference_is_imported_alone():
+    """No discovery: building one benchmark's reference imports its module (and what it imports), no other's."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from trainmark.reference import registry; from trainmark.rules import get_rules; "
+            "registry.for_rules(get_rules('resnet-mini')); "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('trainmark.reference.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.split())
+    assert "trainmark.reference.resnet_mini" in loaded
+    assert not loaded & {"trainmark.reference.lstm", "trainmark.reference.ds2", "trainmark.reference.transformer",
+                         "trainmark.reference.vgg16", "trainmark.reference.keras_twins"}
