@@ -24,13 +24,16 @@ import platform
 import statistics
 import time
 
-import keras  # noqa: E402
 import numpy as np
 import torch
 
+from trainmark.reference.tf_import import tf  # first: TensorFlow beside PyTorch
+
+# isort: split
+import keras  # noqa: E402
+
 from trainmark.harness.frameworks import tensorflow_backend as tfb  # noqa: E402
 from trainmark.reference import fashion_mnist, registry  # noqa: E402
-from trainmark.reference.tf_import import tf  # first: TensorFlow beside PyTorch
 from trainmark.rules import get_rules  # noqa: E402
 
 BOUND = 0.95  # samples/s ratio: ours may take at most 1.05x plain's time per step
