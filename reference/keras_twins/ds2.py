@@ -22,14 +22,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import keras  # noqa: E402
 import torch
-from keras import layers  # noqa: E402
 
 from trainmark.reference import ctc
+from trainmark.reference.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
 from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
 from trainmark.reference.keras_twins.recipe import as_tf, clipped_adam, with_l2  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults (its momentum 0.1 is Keras' 0.9)
 

@@ -27,17 +27,19 @@ import math
 from pathlib import Path
 from typing import Any
 
+# the PyTorch references first: torchvision must be imported before TensorFlow (reference/tf_import.py)
+from trainmark.reference import fashion_mnist
+from trainmark.reference.inception_mini import DIVISOR as INCEPTION_DIVISOR
+from trainmark.reference.resnet_mini import WIDTHS as RESNET_WIDTHS
+from trainmark.reference.vgg_mini import CONFIG as VGG_CONFIG
+
+# isort: split
 import keras  # noqa: E402
 import torch  # noqa: E402
 from keras import layers  # noqa: E402
 
-# the PyTorch references first: torchvision must be imported before TensorFlow (reference/tf_import.py)
-from trainmark.reference import fashion_mnist
-from trainmark.reference.inception_mini import DIVISOR as INCEPTION_DIVISOR
 from trainmark.reference.keras_twins.recipe import TableSchedule, as_tf, rate_table, smoothed_cross_entropy, with_l2  # noqa: E402
-from trainmark.reference.resnet_mini import WIDTHS as RESNET_WIDTHS
 from trainmark.reference.tf_import import tf  # noqa: E402
-from trainmark.reference.vgg_mini import CONFIG as VGG_CONFIG
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}
 # torch.nn.init.kaiming_normal_(mode="fan_out", nonlinearity="relu"): N(0, 2 / (out x kh x kw))

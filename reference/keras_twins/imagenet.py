@@ -31,15 +31,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import keras  # noqa: E402
-
 # the PyTorch references first: torchvision must be imported before TensorFlow (reference/tf_import.py)
 import numpy as np
 import torch
-from keras import layers  # noqa: E402
 from torchvision.models.vgg import cfgs as VGG_CONFIGS
 
 from trainmark.reference import imagenet, sgd_recipe
+
+# isort: split
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
 from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
 from trainmark.reference.keras_twins.fashion_mnist import BN, _conv, _Inception, _torch_linear  # noqa: E402
 from trainmark.reference.keras_twins.recipe import as_tf, smoothed_cross_entropy, with_l2  # noqa: E402

@@ -12,11 +12,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import keras  # noqa: E402
 import numpy as np
 import torch
 
 from trainmark.reference.tf_import import tf  # first: it imports TensorFlow safely beside PyTorch
+
+# isort: split
+
+import keras  # noqa: E402
 
 
 def rate_table(ref, hp: dict[str, Any], steps_per_epoch: int, epochs: float) -> np.ndarray:

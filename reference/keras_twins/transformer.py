@@ -23,16 +23,20 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import keras  # noqa: E402
 import torch
-from keras import layers  # noqa: E402
 
 from trainmark.errors import UserError
 from trainmark.reference import parallel_text
-from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
-from trainmark.reference.keras_twins.recipe import as_tf, clipped_adam, smoothed_cross_entropy, with_l2  # noqa: E402
 from trainmark.reference.tf_import import tf  # noqa: E402  (after torch: TensorFlow safely beside PyTorch)
 from trainmark.reference.transformer_model import BOS, EOS, PAD, Seq2SeqTransformer, sinusoids
+
+# isort: split
+
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
+from trainmark.reference.keras_twins import weights as keras_weights  # noqa: E402
+from trainmark.reference.keras_twins.recipe import as_tf, clipped_adam, smoothed_cross_entropy, with_l2  # noqa: E402
 
 
 class Transformer(keras.Model):

@@ -16,13 +16,19 @@ import hashlib
 import io
 from pathlib import Path
 
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 from tensorflow_datasets.core.download import checksums as tfds_checksums  # noqa: E402
 from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 from trainmark.rules.datasets import archive_problems  # noqa: E402
 

@@ -21,12 +21,18 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import bible_parallel, parallel_text  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 from trainmark.reference.tfds_builders.translation import encoded_corpus  # noqa: E402
 from trainmark.reference.transformer import TransformerMini  # noqa: E402

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tensorflow_datasets as tfds  # noqa: E402
 import torch
 
-from trainmark.reference import fashion_mnist  # noqa: E402
 from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
+
+from trainmark.reference import fashion_mnist  # noqa: E402
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 from trainmark.reference.tfds_builders.pinned import DEFAULT_DIR, ENV_VAR, PinnedFiles, tfds_dir  # noqa: E402,F401
 

@@ -24,14 +24,20 @@ import os
 from pathlib import Path
 
 import numpy as np
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
 from PIL import Image
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 from torch.utils.data import Dataset  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import imagenet  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 
 ARCHIVES = {"train": "ILSVRC2012_img_train.tar", "validation": "ILSVRC2012_img_val.tar"}

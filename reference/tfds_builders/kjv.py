@@ -19,13 +19,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import kjv, text_corpus  # noqa: E402
 from trainmark.reference.lstm import LSTMMini  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 
 SPLITS = {"train": kjv.TRAIN_FILE, "validation": kjv.VALID_FILE}

@@ -29,13 +29,19 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 from tensorflow_datasets.datasets.librispeech import librispeech_dataset_builder as tfds_librispeech  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import librispeech  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import archives as tfds_archives  # noqa: E402
 
 CONFIG = "lazy_decode"   # the FLAC files as they are, decoded when read

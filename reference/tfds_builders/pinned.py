@@ -20,13 +20,19 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 from absl import logging as absl_logging  # noqa: E402
 
 from trainmark.digest import sha256_file  # noqa: E402
 from trainmark.errors import UserError  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 
 DEFAULT_DIR = Path("data/tfds")  # where built datasets are kept, relative to the working folder
 ENV_VAR = "TRAINMARK_TFDS_DIR"

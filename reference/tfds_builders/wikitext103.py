@@ -20,13 +20,19 @@ import io
 import zipfile
 from pathlib import Path
 
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 
 from trainmark.digest import file_digests  # noqa: E402
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import text_corpus  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import pinned  # noqa: E402
 
 ARCHIVE = "wikitext-103-v1.zip"

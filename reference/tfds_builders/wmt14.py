@@ -24,14 +24,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tensorflow_datasets as tfds  # noqa: E402
 import torch  # noqa: F401  (before TensorFlow: see trainmark.reference.tf_import)
+
+# isort: split
+
+from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
+
+# isort: split
+
+import tensorflow_datasets as tfds  # noqa: E402
 from tensorflow_datasets.core.download import checksums as tfds_checksums  # noqa: E402
 from tensorflow_datasets.translate import wmt14 as tfds_wmt14  # noqa: E402
 
 from trainmark.errors import UserError  # noqa: E402
 from trainmark.reference import parallel_text  # noqa: E402
-from trainmark.reference.tf_import import tf  # noqa: F401  (first: TensorFlow safely beside PyTorch)
 from trainmark.reference.tfds_builders import archives as tfds_archives  # noqa: E402
 from trainmark.reference.tfds_builders import pinned
 from trainmark.reference.tfds_builders.translation import encoded_corpus  # noqa: E402
