@@ -72,3 +72,52 @@ def test_an_upward_arrow_breaks_a_contract(tmp_path, module, arrow):
     result = lint.run_contracts(tmp_path)
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
+
+
+TENSORFLOW_MODULES = ("tensorflow", "keras", "tensorflow_datasets", "tf_keras")
+TF_PACKAGES = ("trainmark.reference.keras_twins", "trainmark.reference.tfds_builders")
+
+
+def _imports_tensorflow(name: str) -> bool:
+    return name.split(".")[0] in TENSORFLOW_MODULES or name.startswith(TF_PACKAGES)
+
+
+def _imports_torch_first(name: str) -> bool:
+    """torch, torchvision, tf_import, or a PyTorch reference (they import torchvision)."""
+    return (name.split(".")[0] in ("torch", "torchvision") or name.endswith("tf_import")
+            or (name.startswith("trainmark.reference.") and not name.startswith(TF_PACKAGES)))
+
+
+def tensorflow_before_torch(source: str) -> int | None:
+    """The line of a module-level import that loads TensorFlow before anything loads torchvision, or None."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        if any(_imports_torch_first(n) for n in names) and not any(_imports_tensorflow(n) for n in names[:1]):
+            return None
+        if any(_imports_tensorflow(n) for n in names):
+            return node.lineno
+    return None
+
+
+def test_tensorflow_is_imported_after_torchvision_everywhere():
+    """reference/tf_import.py imports torchvision before TensorFlow (Triton's LLVM loaded after TensorFlow's
+    segfaults); a module that imports TensorFlow itself must reach tf_import, or torch, first. Import sorting
+    (ruff's I) would reorder them: `# isort: split` keeps the order, and this test keeps the markers honest."""
+    wrong = [f"{path.relative_to(ROOT)}:{line}"
+             for path in _package_files() + sorted((ROOT / "benchmarks").glob("*.py")) if path.name != "tf_import.py"
+             if (line := tensorflow_before_torch(path.read_text(encoding="utf-8"))) is not None]
+    assert not wrong, "TensorFlow imported before torchvision/tf_import at module level:\n" + "\n".join(wrong)
+
+
+def test_sorted_imports_that_load_tensorflow_first_are_caught():
+    sorted_badly = "import tensorflow_datasets as tfds\nimport torch\nfrom trainmark.reference.tf_import import tf\n"
+    assert tensorflow_before_torch(sorted_badly) == 1
+    keras_first = "import keras\nimport numpy as np\nfrom trainmark.reference import fashion_mnist\n"
+    assert tensorflow_before_torch(keras_first) == 1
+    assert tensorflow_before_torch("import torch\n\nimport keras\n") is None
+    assert tensorflow_before_torch("from trainmark.reference.keras_twins import weights\nimport torch\n") == 1
