@@ -44,7 +44,9 @@ def test_one_module_per_command_in_the_order_of_the_help():
         parser = argparse.ArgumentParser()
         importlib.import_module(module_name).register(parser.add_subparsers())
         added = list(_commands(parser).choices)
-        assert added == [module_name.rsplit(".", 1)[1]], (module_name, added)
+        module = module_name.rsplit(".", 1)[1]
+        # `list`'s module is list_benchmarks: a submodule named list would shadow the builtin in trainmark.cli
+        assert added == [{"list_benchmarks": "list"}.get(module, module)], (module_name, added)
         names += added
     assert list(_commands(build_parser()).choices) == names
     assert names == ["run", "list", "calibrate", "rules", "data", "check", "package", "ops", "sweep", "report",

@@ -14,10 +14,9 @@ from trainmark.errors import UserError
 from trainmark.format.text import printable  # stdlib only: keeps --help light
 
 # Adding a command means adding its module here (one module per command, in `trainmark --help`'s order).
-# Once imported, the submodule trainmark.cli.list is this module's global `list`: call builtins.list here.
 COMMAND_MODULES = [
     "trainmark.cli.run",
-    "trainmark.cli.list",
+    "trainmark.cli.list_benchmarks",  # list
     "trainmark.cli.calibrate",
     "trainmark.cli.rules",      # rules list|show|docs|compliance|code-hashes
     "trainmark.cli.data",       # data verify|prepare

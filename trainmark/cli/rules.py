@@ -1,6 +1,6 @@
 """``trainmark rules list|show|docs|compliance|code-hashes``: the versioned benchmark rules.
 
-``trainmark list`` is ``rules list`` under a shorter name (trainmark/cli/list.py).
+``trainmark list`` is ``rules list`` under a shorter name (trainmark/cli/list_benchmarks.py).
 """
 from __future__ import annotations
 
