@@ -12,17 +12,14 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from trainmark.checker.checks import conformity
-from trainmark.checker.checks import curve as curve_check
-from trainmark.checker.checks import energy as energy_check
+from trainmark.checker.checks import conformity, curve, energy, ranks
 from trainmark.checker.checks import mllog as mllog_check
-from trainmark.checker.checks import ranks as rank_check
 from trainmark.checker.checks import trials as trials_check
 from trainmark.checker.checks.agreement import check_agreement
 from trainmark.checker.checks.epochs import check_epochs_log
 from trainmark.checker.checks.spread import check_spread
 from trainmark.checker.checks.trial_json import check_trial_json
-from trainmark.checker.mlperf import compliance_rules as compliance
+from trainmark.checker.mlperf import compliance_rules
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.read.levels import DIVISIONS, BenchmarkFolder, safe_entries
@@ -62,8 +59,8 @@ class TrainmarkContext:
     def compliance_file(self, rules: BenchmarkRules, division: str) -> str:
         key = (rules.name, rules.version, division, str(rules.path))
         if key not in self._configs:
-            path = compliance.write_compliance_file(rules, division, self.compliance_dir)
-            ALLOWLIST.add_generated(path, compliance.compliance_yaml(rules, division))
+            path = compliance_rules.write_compliance_file(rules, division, self.compliance_dir)
+            ALLOWLIST.add_generated(path, compliance_rules.compliance_yaml(rules, division))
             self._configs[key] = str(path)
         return self._configs[key]
 
@@ -142,7 +139,7 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     rules, division = chosen
 
     records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
-    rank_check.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
+    ranks.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
     _check_text_log(folder, tree, has_epochs_log, rules, records, findings)
     ordered = [records[k] for k in sorted(records)]
     trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
@@ -150,10 +147,10 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
     trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
-    energy_check.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings)  # ENERGY-, TELEMETRY-
+    energy.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings)  # ENERGY-, TELEMETRY-
     trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
     trials_check.check_trial_outcomes(ordered, findings)
-    curve_check.check_curves(ordered, rules, division, findings)
+    curve.check_curves(ordered, rules, division, findings)
     other_load = _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
     scoring = rules.scoring
     result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
@@ -226,7 +223,7 @@ def _check_trial_dirs_without_results(folder: BenchmarkFolder, results: dict[int
 def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list[Event]], rules: BenchmarkRules,
                         division: str, ctx: TrainmarkContext, findings: Findings) -> dict[int, TrialRecord]:
     config = ctx.compliance_file(rules, division)
-    key_rules = compliance.key_rules(rules, division)
+    key_rules = compliance_rules.key_rules(rules, division)
     names = {mllog.SUBMISSION_BENCHMARK: folder.benchmark, mllog.SUBMISSION_DIVISION: folder.division,
              mllog.SUBMISSION_ORG: folder.submitter, mllog.SUBMISSION_PLATFORM: folder.system}
     records = {}

@@ -17,8 +17,7 @@ from typing import Any, Callable
 from trainmark.format import epochlog, mllog
 from trainmark.format.labels import TrialStatus, run_stop_status
 from trainmark.harness.frameworks.backend import Backend, Trainer
-from trainmark.harness.measure import flops
-from trainmark.harness.measure import nodes as scale_nodes
+from trainmark.harness.measure import flops, nodes
 from trainmark.harness.measure.windows import Window
 from trainmark.harness.progress import TrialProgress
 from trainmark.harness.timeline import Timeline
@@ -107,7 +106,7 @@ def run_trial(cfg: TrialConfig, ref, data, backend: Backend, timeline: Timeline,
         with timeline.window("init", header=_header(cfg)) as init:
             trainer = backend.trainer(ref, build_model or ref.build_model, cfg.hparams, data, cfg.seed)
             res.precision_used, res.flops_per_step = trainer.precision_used, trainer.flops_per_step
-            timeline.settings(scale_nodes.rank_events(dist, trainer.local_batch), at=init.start.s)
+            timeline.settings(nodes.rank_events(dist, trainer.local_batch), at=init.start.s)
             timeline.settings(_settings(cfg, ref, data, trainer, res, meter, backend.name), at=init.start.s)
         res.init_time_s = init.window.seconds
     if outcome.failed:
@@ -260,7 +259,7 @@ class _Outcome:
             self.interrupted = exc
         elif issubclass(kind, Exception):  # noqa: BLE001 - a crashed trial is recorded, never dropped
             self.res.status = TrialStatus.CRASHED.value
-            self.res.error = (f"{scale_nodes.dead_ranks_note(self.dist)}{kind.__name__}: {exc}\n"
+            self.res.error = (f"{nodes.dead_ranks_note(self.dist)}{kind.__name__}: {exc}\n"
                               + "".join(traceback.format_exception(kind, exc, tb, limit=8)))
         else:
             return False

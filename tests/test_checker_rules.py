@@ -194,11 +194,11 @@ def test_mllog_009_engine_failure_is_a_finding(root, monkeypatch):
 
 
 def test_checker_001_a_checker_bug_is_a_finding_for_that_folder_only(root, monkeypatch):
-    from trainmark.checker import benchmark as benchmark_check
+    from trainmark.checker import benchmark
 
     def bug(*args, **kwargs):
         raise ZeroDivisionError("oops")
-    monkeypatch.setattr(benchmark_check, "check_agreement", bug)
+    monkeypatch.setattr(benchmark, "check_agreement", bug)
     report = check_path(root, TINY)
     assert_finding(report, "CHECKER-001", BENCH, None)
     assert report.exit_code == 1 and report.benchmarks == []

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from trainmark.checker import benchmark as benchmark_check
-from trainmark.checker.mlperf import compliance_rules as compliance
+from trainmark.checker.mlperf import compliance_rules
 from trainmark.checker.read import levels as checker_layout
 from trainmark.format import labels, layout, mllog
 from trainmark.rules import get_rules
@@ -29,9 +29,9 @@ def test_the_checker_matches_names_with_the_formats_patterns():
 
 def test_compliance_config_allows_exactly_the_format_labels():
     rules = get_rules("resnet-mini")
-    text = compliance.compliance_yaml(rules, "closed")
+    text = compliance_rules.compliance_yaml(rules, "closed")
     assert repr(labels.TRIAL_STATUSES) in text and repr(labels.ENERGY_METHODS) in text
-    assert compliance.precisions_allowed(rules) == [p for f in rules.precisions for p in labels.PRECISIONS[f]]
+    assert compliance_rules.precisions_allowed(rules) == [p for f in rules.precisions for p in labels.PRECISIONS[f]]
     assert repr(mllog.TRIAL_RESULT_FIELDS) in text
 
 

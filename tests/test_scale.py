@@ -10,7 +10,7 @@ from conftest import TEST_RULES
 from trainmark.cli import scale as scale_cli
 from trainmark.errors import UserError
 from trainmark.harness.scale import projection as scale_model
-from trainmark.harness.scale import saturation as scale
+from trainmark.harness.scale import saturation
 
 HERE = Path(__file__).parent
 ENTRY = [str(HERE / "scale_launch.py")]
@@ -36,8 +36,8 @@ def test_world_size_not_dividing_the_global_batch_is_refused_before_launch():
     with pytest.raises(UserError, match=r"world size 6 \(2 node\(s\) x 3\)"):
         scale_cli.settings_from_args(parse("--nproc", "3", "--nnodes", "2", "--batch-size", "64",
                                            "--rdzv-endpoint", "127.0.0.1:1"))
-    assert scale.nearest_divisors(32, 3) == [2, 4, 1, 8]
-    assert scale.nearest_divisors(96, 7) == [6, 8, 4, 12]
+    assert saturation.nearest_divisors(32, 3) == [2, 4, 1, 8]
+    assert saturation.nearest_divisors(96, 7) == [6, 8, 4, 12]
     with pytest.raises(UserError, match="--rdzv-endpoint"):
         scale_cli.settings_from_args(parse("--nproc", "2", "--nnodes", "2", "--batch-size", "64"))
     with pytest.raises(UserError, match="both --link-bandwidth-gbs and --link-latency-us"):
@@ -47,8 +47,8 @@ def test_world_size_not_dividing_the_global_batch_is_refused_before_launch():
 def test_one_two_four_ranks(tmp_path, tests_on_path):
     s = scale_cli.settings_from_args(parse("--nproc", "1,2,4", "--batch-size", "64", "--steps", "2",
                                            "--repeats", "1", "--warmup-steps", "1"))
-    result = scale.run_scale(s, ENTRY)
-    paths = scale.write_outputs(result, tmp_path, plots=True)
+    result = saturation.run_scale(s, ENTRY)
+    paths = saturation.write_outputs(result, tmp_path, plots=True)
     points = result["points"]
     assert [p["world_size"] for p in points] == [1, 2, 4]
     assert all(p["status"] == "ok" for p in points), [p["error"] for p in points]
@@ -73,7 +73,7 @@ def test_one_two_four_ranks(tmp_path, tests_on_path):
         assert v["error_from_measured_compute"] == pytest.approx(
             v["predicted_from_measured_compute"] / v["measured"] - 1)
     saved = json.loads(Path(paths["json"]).read_text())
-    assert saved["format"] == scale.FORMAT and len(saved["points"]) == 3
+    assert saved["format"] == saturation.FORMAT and len(saved["points"]) == 3
     rows = list(csv.DictReader(open(paths["csv"])))
     assert [int(r["world_size"]) for r in rows] == [1, 2, 4]
     assert Path(paths["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -82,7 +82,7 @@ def test_one_two_four_ranks(tmp_path, tests_on_path):
 def test_a_rank_that_dies_is_named(tests_on_path, monkeypatch):
     monkeypatch.setenv("SCALE_TEST_DIE_RANK", "1")
     s = scale_cli.settings_from_args(parse("--nproc", "2", "--batch-size", "64", "--steps", "1", "--repeats", "1"))
-    result = scale.run_scale(s, ENTRY)
+    result = saturation.run_scale(s, ENTRY)
     (point,) = result["points"]
     assert point["status"] == "failed" and point["samples_per_s"] is None
     assert "rank 1 (local rank 1) failed first" in point["error"]
@@ -97,15 +97,15 @@ def test_ops_allreduce_measures_the_link_the_projection_reads(tmp_path, tests_on
     args = parser.parse_args(["ops", "--op", "allreduce", "--nproc", "2", "--quick", "--json", str(report_path)])
     assert args.func(args) == 0
     report = json.loads(report_path.read_text())
-    assert report["format"] == scale.ALLREDUCE_FORMAT and report["world_size"] == 2 and report["backend"] == "gloo"
-    assert [r["bytes"] for r in report["rows"]] == scale.ALLREDUCE_SIZES
-    link = scale.read_link(report_path)
+    assert report["format"] == saturation.ALLREDUCE_FORMAT and report["world_size"] == 2 and report["backend"] == "gloo"
+    assert [r["bytes"] for r in report["rows"]] == saturation.ALLREDUCE_SIZES
+    link = saturation.read_link(report_path)
     assert link.bandwidth_bps == report["link"]["bandwidth_bps"] > 0
     s = scale_cli.settings_from_args(parse("--link-from", str(report_path)))
     assert s.link == link
     (tmp_path / "other.json").write_text('{"format": "trainmark-ops/1"}')
     with pytest.raises(UserError, match="not a trainmark-allreduce/1 report"):
-        scale.read_link(tmp_path / "other.json")
+        saturation.read_link(tmp_path / "other.json")
     with pytest.raises(UserError, match="allreduce runs alone"):
         args = parser.parse_args(["ops", "--op", "allreduce,matmul"])
         args.func(args)
@@ -124,14 +124,14 @@ def test_real_data_gives_each_rank_its_own_share(tmp_path):
     import torch
 
     from trainmark.harness.frameworks.distributed import Dist
-    from trainmark.harness.scale import worker as scale_worker
+    from trainmark.harness.scale import worker
     from trainmark.reference import registry
     from trainmark.rules import get_rules
 
     rules = get_rules("tiny-test", "1.1", TEST_RULES)
     ref = registry.for_rules(rules)
     args = argparse.Namespace(data="real", data_dir=tmp_path)
-    shares = [scale_worker._batches(ref, args, rules, 16, Dist(rank, 2, rank), torch.device("cpu"), torch)
+    shares = [worker._batches(ref, args, rules, 16, Dist(rank, 2, rank), torch.device("cpu"), torch)
               for rank in (0, 1)]
     seen = [set(), set()]
     for _ in range(512 // 2 // 16):  # one epoch: the two ranks' shares are disjoint halves
@@ -141,6 +141,6 @@ def test_real_data_gives_each_rank_its_own_share(tmp_path):
             seen[rank] |= {tuple(row.tolist()) for row in x}
     assert len(seen[0]) == len(seen[1]) == 256 and not seen[0] & seen[1]
     assert shares[0]()[0].shape == (16, 8)  # past the end of the epoch the loader starts the next one
-    synthetic = scale_worker._batches(ref, argparse.Namespace(data="synthetic"), rules, 16, Dist(), torch.device("cpu"),
+    synthetic = worker._batches(ref, argparse.Namespace(data="synthetic"), rules, 16, Dist(), torch.device("cpu"),
                                       torch)
     assert synthetic() is synthetic()  # one resident batch: no input pipeline in the timed loop

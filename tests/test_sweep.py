@@ -10,8 +10,7 @@ from torch import nn
 from trainmark.cli import main
 from trainmark.harness.measure.energy import MeterBase, NullMeter
 from trainmark.harness.measure.peaks import DevicePeak
-from trainmark.harness.throughput import oom, sweep
-from trainmark.harness.throughput import sweep_output as sweep_report
+from trainmark.harness.throughput import oom, sweep, sweep_output
 
 
 class TinyRef:
@@ -166,7 +165,7 @@ def test_sweep_amp_uses_training_autocast():
 
 def test_outputs_csv_json_plots(tmp_path):
     result = sweep.run_sweep(TinyRef(), {}, "cpu", _settings(precisions=["fp32", "amp"]), meter=FakeMeter(), peak=None)
-    paths = sweep_report.write_outputs(result, tmp_path)
+    paths = sweep_output.write_outputs(result, tmp_path)
     with open(paths["csv"], newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == sweep.POINT_FIELDS and len(rows) == 4
@@ -177,7 +176,7 @@ def test_outputs_csv_json_plots(tmp_path):
     assert data["points"] == json.loads(json.dumps(result["points"]))
     for name in ("throughput.png", "energy.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "least energy at batch" in sweep_report.format_summary(result)
+    assert "least energy at batch" in sweep_output.format_summary(result)
 
 
 def test_no_energy_meter_means_null_energy_with_reason(tmp_path):
@@ -186,7 +185,7 @@ def test_no_energy_meter_means_null_energy_with_reason(tmp_path):
     p = result["points"][0]
     assert p["energy_j"] is None and p["j_per_sample"] is None and p["energy_reason"] == "no RAPL in this VM"
     assert result["best"]["fp32"]["energy"] is None and "no RAPL" in result["best"]["fp32"]["energy_reason"]
-    sweep_report.write_outputs(result, tmp_path)
+    sweep_output.write_outputs(result, tmp_path)
     data = json.loads((tmp_path / "sweep.json").read_text())
     assert data["plots"]["energy.png"] is None and "no RAPL" in data["plots"]["energy.png_reason"]
     assert not (tmp_path / "energy.png").exists()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from trainmark.errors import UserError
 from trainmark.format import layout
-from trainmark.harness.frameworks import backend as framework
+from trainmark.harness.frameworks import backend
 from trainmark.harness.measure.telemetry import parse_hz as telemetry_hz  # stdlib only: keeps --help light
 from trainmark.outputs import ensure_writable
 from trainmark.rules import LATEST_VERSION
@@ -87,7 +87,7 @@ def run_args(args, hparams: list[tuple[str, object]]) -> None:
     folder_name(args.system_name, "--system-name")
     rules_dir(args.rules_dir)
     hparam_values(hparams)
-    framework.available(args.framework)  # a framework that is not installed: one line, nothing written
+    backend.available(args.framework)  # a framework that is not installed: one line, nothing written
     if args.seed is not None and not 0 <= args.seed < 2 ** 63:
         raise UserError(f"--seed {args.seed}: must be in 0..2**63-1")
     if getattr(args, "out", None) is not None:
@@ -105,7 +105,7 @@ def sweep_args(args) -> None:
     if args.warmup_steps is not None and args.warmup_steps < 0:
         raise UserError(f"--warmup-steps {args.warmup_steps}: must be at least 0")
     rules_dir(args.rules_dir)
-    framework.available(args.framework)
+    backend.available(args.framework)
     writable_folder(args.out, "--out")
 
 
@@ -180,7 +180,7 @@ def run_arguments(p) -> None:
     p.add_argument("--system", type=Path, dest="system_file", help="system description JSON merged over detection")
     p.add_argument("--system-name", help="system folder name (default: derived from the hardware)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
-    p.add_argument("--framework", choices=list(framework.BACKENDS), default="pytorch",
+    p.add_argument("--framework", choices=list(backend.BACKENDS), default="pytorch",
                    help="the framework that trains the reference (default: %(default)s; tensorflow: "
                         "pip install -e '.[tensorflow]', docs/frameworks.md)")
     p.add_argument("--precision", choices=["fp32", "amp"], default="fp32",

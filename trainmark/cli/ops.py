@@ -33,12 +33,12 @@ def register(sub) -> None:
 
 
 def cmd_ops(args) -> int:
-    from trainmark.harness.frameworks import backend as framework
+    from trainmark.harness.frameworks import backend
     from trainmark.harness.throughput import ops
     from trainmark.outputs import is_stdout, write_output
 
     ops_args(args)  # before measuring: an unwritable --json used to fail only at the end
-    framework.available(args.framework)
+    backend.available(args.framework)
     device = device_of(args.device)
     if args.framework != "pytorch" and device.type != "cpu":
         raise UserError(f"--framework {args.framework}: only --device cpu for now")
@@ -80,7 +80,7 @@ def cmd_ops(args) -> int:
 
 def cmd_allreduce(args, op_list: list[str], entry: list[str] | None = None) -> int:
     """``trainmark ops --op allreduce [--nproc N] [--json FILE]``: all-reduce timings and the fitted ring link."""
-    from trainmark.harness.scale import saturation as scale
+    from trainmark.harness.scale import saturation
     from trainmark.outputs import is_stdout, write_output
 
     if op_list != ["allreduce"]:
@@ -88,9 +88,9 @@ def cmd_allreduce(args, op_list: list[str], entry: list[str] | None = None) -> i
                         "measure matmul, conv2d and memory in a separate call")
     if args.repeats is not None and args.repeats < 1:
         raise UserError("--repeats must be at least 1")
-    report = scale.measure_allreduce(args.nproc, args.device, steps=3 if args.quick else 5,
+    report = saturation.measure_allreduce(args.nproc, args.device, steps=3 if args.quick else 5,
                                      repeats=args.repeats or (2 if args.quick else 3), entry=entry)
-    print(scale.format_allreduce(report), file=sys.stderr if is_stdout(args.json_path) else sys.stdout)
+    print(saturation.format_allreduce(report), file=sys.stderr if is_stdout(args.json_path) else sys.stdout)
     if args.json_path:
         write_output(args.json_path, json.dumps(report, indent=2) + "\n", "--json")
     return 0

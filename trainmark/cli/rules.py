@@ -140,12 +140,13 @@ def cmd_compliance(args) -> int:
 
     (``--ruleset`` only picks mlperf-logging's line parser; ``--config`` needs an absolute path.)
     """
-    from trainmark.checker.mlperf import compliance_rules as compliance
+    from trainmark.checker.mlperf import compliance_rules
     from trainmark.files import write_text_atomic
 
     if args.division not in layout.DIVISIONS:
         raise UserError(f"--division {args.division!r}: use closed or open")
-    text = compliance.compliance_yaml(get_rules(args.benchmark, args.rules_version, args.rules_dir), args.division)
+    rules = get_rules(args.benchmark, args.rules_version, args.rules_dir)
+    text = compliance_rules.compliance_yaml(rules, args.division)
     if args.output is None:
         sys.stdout.write(text)
         return 0

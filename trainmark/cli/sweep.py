@@ -90,8 +90,8 @@ def _real_data(args, rules, ref, device):
     if args.framework == "pytorch":
         return ref.load_data(data_dir)
     # the framework's own data path (tensorflow-datasets), as its runs read the data
-    from trainmark.harness.frameworks import backend as framework
-    return framework.backend(args.framework, device, "fp32").load_data(ref, rules, data_dir)
+    from trainmark.harness.frameworks import backend
+    return backend.backend(args.framework, device, "fp32").load_data(ref, rules, data_dir)
 
 
 def _progress(p) -> None:
@@ -114,10 +114,10 @@ def _memory_cap(args, device):
 
 
 def _print_outputs(result, args) -> int:
-    from trainmark.harness.throughput import sweep_output as sweep_report
+    from trainmark.harness.throughput import sweep_output
 
-    paths = sweep_report.write_outputs(result, args.out, plots=not args.no_plots)
-    print(sweep_report.format_summary(result))
+    paths = sweep_output.write_outputs(result, args.out, plots=not args.no_plots)
+    print(sweep_output.format_summary(result))
     for label, path in paths.items():
         if path:
             print(f"{label}: {path}")
