@@ -62,7 +62,7 @@ def model_sources(spec: str) -> dict[str, Path]:
 
 def environment() -> dict[str, Any]:
     """Every installed distribution with its version, and the Python, CUDA and driver under it."""
-    import torch
+    from trainmark.harness.frameworks import pytorch_runtime
 
     dists: dict[str, str] = {}
     for dist in metadata.distributions():
@@ -70,17 +70,17 @@ def environment() -> dict[str, Any]:
         if name:
             dists.setdefault(name, dist.version)
     driver = None
-    if torch.cuda.is_available():
+    if pytorch_runtime.cuda_available():
         try:
             import pynvml
             pynvml.nvmlInit()
             driver = str(pynvml.nvmlSystemGetDriverVersion())
         except Exception:  # noqa: BLE001 - the driver version is optional information
             driver = None
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    libraries = pytorch_runtime.library_versions()
     return {"python": sys.version, "python_implementation": platform.python_implementation(),
-            "platform": platform.platform(), "torch": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": cudnn, "cuda_driver": driver, "trainmark": __version__,
+            "platform": platform.platform(), "torch": libraries["torch"], "cuda": libraries["cuda"],
+            "cudnn": libraries["cudnn"], "cuda_driver": driver, "trainmark": __version__,
             "distributions": dict(sorted(dists.items(), key=lambda kv: kv[0].lower()))}
 
 

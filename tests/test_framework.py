@@ -131,12 +131,6 @@ def test_collectives_of_a_world_of_one_return_their_input():
     assert Dist().sum([1.0, 2.0]) == [1.0, 2.0] and Dist().any(True) is True
 
 
-# harness modules outside harness/frameworks/ that still import a framework, and why (see docs/frameworks.md)
-FRAMEWORK_IMPORTS_LEFT = {
-    "harness/code_record.py",     # the implementation record names torch's and CUDA's versions
-}
-
-
 def test_only_the_framework_seam_imports_a_framework():
     found = set()
     for path in sorted((ROOT / "harness").rglob("*.py")):
@@ -149,4 +143,4 @@ def test_only_the_framework_seam_imports_a_framework():
         if any(m.split(".")[0] in ("torch", "tensorflow", "keras", "torchvision") or m.endswith(".tf_import")
                for m in names):
             found.add(rel)
-    assert found <= FRAMEWORK_IMPORTS_LEFT, found - FRAMEWORK_IMPORTS_LEFT
+    assert not found, f"outside harness/frameworks/, {sorted(found)} import a framework (pyproject's contracts too)"

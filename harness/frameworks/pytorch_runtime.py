@@ -87,6 +87,12 @@ def versions() -> tuple[str, str | None]:
     return torch.__version__, torch.version.cuda
 
 
+def library_versions() -> dict[str, Any]:
+    """torch, the CUDA it was built with and cuDNN's version (None where there is none), for the record."""
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn}
+
+
 def num_threads() -> int:
     """The threads torch's CPU kernels use."""
     return torch.get_num_threads()
