@@ -48,3 +48,16 @@ def get(name: str):
     from trainmark.rules import get_rules
 
     return for_rules(get_rules(name))
+
+
+def reference_structure(rules, build=None) -> dict:
+    """The structure description (``trainmark.format.structure``) of the reference model a rule file names,
+    built on the meta device: no memory, no data, nothing from a submission. ``build(rules)`` replaces the
+    reference's own ``build_model`` (the tests' tiny model)."""
+    import torch
+
+    from trainmark.format import structure
+
+    with torch.device("meta"):
+        model = build(rules) if build is not None else for_rules(rules).build_model()  # as the harness does
+    return structure.describe(model)

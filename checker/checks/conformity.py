@@ -7,7 +7,6 @@ recomputed), and agree with the weights' safetensors header and the MLLOG.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -24,19 +23,13 @@ from trainmark.rules.ruleset import BenchmarkRules
 ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
 
 
-def registry_builder(rules: BenchmarkRules):
-    """The reference model from ``trainmark.reference.registry`` (imported only when needed)."""
-    registry = importlib.import_module("trainmark.reference.registry")
-    return registry.for_rules(rules).build_model()  # as the harness does
-
-
 class ReferenceStructures:
     """Reference structure descriptions by benchmark: the released ones shipped beside the rule
     files (``rules/<version>/reference-structures.json``: no torch import), else built once on
     the meta device. A custom ``builder`` (tests) is always used."""
 
     def __init__(self, builder: ReferenceBuilder | None = None):
-        self.builder = builder or registry_builder
+        self.builder = builder  # None: the reference's own build_model, through trainmark.reference.registry
         self.use_shipped = builder is None
         self._cache: dict[tuple[str, str], tuple[dict | None, str]] = {}
 
@@ -51,18 +44,16 @@ class ReferenceStructures:
         return self._cache[key]
 
     def _build(self, rules: BenchmarkRules) -> tuple[dict | None, str]:
-        import torch
-
-        from trainmark.format import structure
         try:
-            with torch.device("meta"):
-                model = self.builder(rules)
+            from trainmark.reference import registry  # the references' torch, imported only now
+
+            described = registry.reference_structure(rules, self.builder)
         except ModuleNotFoundError as exc:
             return None, f"reference models are not available ({exc}): conformity to the reference not checked"
         except Exception as exc:  # noqa: BLE001 - a broken reference must not stop the check
             return None, (f"reference model {rules.reference_model['id']!r} could not be built "
                           f"({type(exc).__name__}: {exc}): conformity to the reference not checked")
-        return structure.describe(model), ""
+        return described, ""
 
 
 _ENTRY_FIELDS = {"modules": ("name", "type", "config"), "parameters": ("name", "shape", "dtype"),
