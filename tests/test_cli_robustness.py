@@ -266,7 +266,9 @@ def test_every_option_has_help_and_no_rst_backticks():
 def test_rules_docs_default_output_is_the_package_docs(tmp_path, monkeypatch):
     from trainmark.cli.rules import default_docs_path
     monkeypatch.chdir(tmp_path)
+    from trainmark.checker.verdict.codes_docs import default_path as checker_docs_path
     assert default_docs_path() == Path(__file__).resolve().parents[1] / "docs" / "rules.md"
+    assert checker_docs_path() == Path(__file__).resolve().parents[1] / "docs" / "checker.md"  # its code table
     assert main(["rules", "docs", "--output", str(tmp_path / "r.md")]) == 0
     assert (tmp_path / "r.md").read_text().startswith("#") and not (tmp_path / "docs").exists()
 

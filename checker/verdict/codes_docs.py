@@ -34,4 +34,6 @@ def updated(text: str) -> str:
 
 def default_path() -> Path:
     """docs/checker.md of this checkout (checker/ and docs/ are siblings)."""
-    return Path(__file__).resolve().parent.parent / "docs" / "checker.md"
+    import trainmark.checker
+
+    return Path(trainmark.checker.__file__).resolve().parent.parent / "docs" / "checker.md"
