@@ -89,7 +89,8 @@ def test_a_writer_without_a_path_writes_nothing(tmp_path):
 
 def test_reader_skips_lines_that_are_not_records(tmp_path):
     path = tmp_path / "r.txt"
-    path.write_text('hello\n:::MLLOG {"key": "seed", "value": 4, "time_ms": 1, "event_type": "POINT_IN_TIME"}\n')
+    path.write_text('hello\n:::MLLOG {"key": "seed", "value": 4, "time_ms": 1, "event_type": "POINT_IN_TIME", '
+                    '"metadata": {}}\n')
     (record,) = mllog.read(path)
     assert (record.line, record.key, record.value, record.metadata) == (2, "seed", 4, {})
     assert mllog.first_value([record], "seed") == 4 and mllog.first_value([record], "x", "none") == "none"

@@ -1,4 +1,4 @@
-"""The MLLOG event sequence of one trial (``result_<k>.txt``): its keys, a typed writer and a reader.
+"""The MLLOG event sequence of one trial (``result_<k>.txt``): its keys and a typed writer.
 
 The sequence (docs/result-format.md, "MLLOG"): the submission header, ``init_start``, the trial's
 settings, ``init_stop``, ``run_start``, then per epoch ``epoch_start``/``epoch_stop`` and, when it
@@ -9,7 +9,7 @@ recomputes time. The writer is the only code that spells these events for the ha
 tests' fixture builder; the MLPerf compliance config (trainmark.checker.mlperf.compliance_rules) checks the same
 keys. ``PREFIX`` is the one spelling of the ``:::MLLOG `` marker. The hardened reader of submitted
 (hostile) files is trainmark.format.mllog_read, which the checker, the report and the scale tools
-use; ``read`` here is for files this process or a test just wrote.
+use; ``read`` here is that same reader over a file this process or a test just wrote.
 
 Written with ``mlperf_logging.mllog``: its module-level logger is a shared singleton whose
 ``config(filename=)`` adds a handler each call, so each file gets a private ``MLLogger`` over its
@@ -18,10 +18,8 @@ own ``logging.Logger`` with exactly one file handler. Every event carries an exp
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -144,30 +142,14 @@ class TrialLogWriter:
             self._logger = None
 
 
-@dataclass(frozen=True)
-class Record:
-    """One ``:::MLLOG`` line."""
-    line: int                # 1-based
-    event_type: str          # POINT_IN_TIME | INTERVAL_START | INTERVAL_END
-    key: str
-    value: Any
-    time_ms: int
-    metadata: dict
+def read(path: Path) -> list:
+    """Every record of an MLLOG file we wrote, in order (``mllog_read.Event``), through the one hardened reader;
+    a line that is not a record is skipped."""
+    from trainmark.format.mllog_read import read_records  # it imports this module's PREFIX
+
+    return read_records(Path(path).read_bytes(), strict=False)
 
 
-def parse_line(text: str, line: int = 0) -> Record | None:
-    """The record of one line, or None for a line that is not an MLLOG record (trusted input)."""
-    if not text.startswith(PREFIX):
-        return None
-    d = json.loads(text[len(PREFIX):])
-    return Record(line, d.get("event_type", ""), d["key"], d.get("value"), d.get("time_ms"), d.get("metadata") or {})
-
-
-def read(path: Path) -> list[Record]:
-    """Every record of a trusted MLLOG file, in order."""
-    lines = Path(path).read_text(encoding="utf-8").split("\n")
-    return [r for number, text in enumerate(lines, 1) if (r := parse_line(text, number)) is not None]
-
-
-def first_value(records: Iterable[Record], key: str, default: Any = None) -> Any:
+def first_value(records: Iterable, key: str, default: Any = None) -> Any:
+    """The value of the first record named ``key`` (records of either reader: anything with .key and .value)."""
     return next((r.value for r in records if r.key == key), default)
