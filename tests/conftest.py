@@ -50,3 +50,33 @@ def submission_copy(clean_submission, tmp_path) -> Path:
     dest = tmp_path / "sub"
     shutil.copytree(clean_submission, dest, symlinks=True)
     return dest
+
+
+def one_trial(tmp_path: Path, benchmark: str, data: Path, seed: int) -> tuple[Path, dict, float]:
+    """One trial of ``benchmark`` under the test rules into ``tmp_path/sub``: the output folder, the trial's
+    trial.json and the rules' target (the sequence benchmarks' one-trial tests)."""
+    import json
+
+    from trainmark.cli import main
+    from trainmark.rules import get_rules
+
+    out = tmp_path / "sub"
+    rc = main(["run", benchmark, "--rules-dir", str(TEST_RULES), "--data-dir", str(data), "--out", str(out),
+               "--submitter", "ci", "--system-name", "ci-box", "--seed", str(seed), "--quiet"])
+    assert rc == 0
+    bench = out / "closed" / "ci" / "results" / "ci-box" / benchmark
+    trial = json.loads((bench / "trial_1" / "trial.json").read_text())
+    return out, trial, get_rules(benchmark, rules_root=TEST_RULES).target
+
+
+def check_passes(out: Path, capsys) -> dict:
+    """``trainmark check OUT --json`` under the test rules: it passes with no error; its report."""
+    import json
+
+    from trainmark.cli import main
+
+    capsys.readouterr()
+    assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True and not [f for f in report["findings"] if f["severity"] == "error"]
+    return report

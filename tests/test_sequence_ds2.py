@@ -2,14 +2,13 @@
 reading on fixtures written with soundfile, the model's padding invariance, length bucketing,
 and one short real ds2-mini trial through `trainmark run` and `trainmark check`.
 """
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 import torch
-from conftest import TEST_RULES
+from conftest import check_passes, one_trial
 
 from trainmark.cli import main
 from trainmark.errors import UserError
@@ -208,19 +207,11 @@ def test_frontend_ignores_padding():
 def test_one_short_trial_then_check(tmp_path, capsys):
     data = tmp_path / "data"
     assert main(["data", "prepare", "ds2-mini", "--source", str(FSDD), "--data-dir", str(data)]) == 0
-    out = tmp_path / "sub"
-    rc = main(["run", "ds2-mini", "--rules-dir", str(TEST_RULES), "--data-dir", str(data), "--out", str(out),
-               "--submitter", "ci", "--system-name", "ci-box", "--seed", "3", "--quiet"])
-    assert rc == 0
+    out, t, target = one_trial(tmp_path, "ds2-mini", data, seed=3)
     d = out / "closed" / "ci" / "results" / "ci-box" / "ds2-mini"
-    t = json.loads((d / "trial_1" / "trial.json").read_text())
-    target = get_rules("ds2-mini", rules_root=TEST_RULES).target
     assert t["status"] == "converged" and 0.0 <= t["final_metric"] <= target
     assert t["flops_per_step"] > 0
     assert (d / "trial_1" / "model.safetensors").stat().st_size < 4_000_000
-    capsys.readouterr()
-    assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["passed"] is True and not [f for f in report["findings"] if f["severity"] == "error"]
+    report = check_passes(out, capsys)
     (bench,) = report["benchmarks"]
     assert bench["score"]["trials"] == 1 and bench["score"]["converged"] == 1

@@ -5,13 +5,12 @@ The trial uses test-only rules (tests/rules/1.1/lstm-mini.yaml: the first 4,000 
 400 validation verses of the real prepared files, pinned by checksum, a lower perplexity target)
 in the closed division, so preparation, verification, training and checking all run.
 """
-import json
 import math
 import shutil
 
 import pytest
 import torch
-from conftest import TEST_RULES
+from conftest import check_passes, one_trial
 
 from trainmark.cli import main
 from trainmark.errors import UserError
@@ -170,19 +169,11 @@ def prepare_test_cut(tmp_path):
 @needs_bible
 def test_one_short_trial_then_check(tmp_path, capsys):
     data = prepare_test_cut(tmp_path)
-    out = tmp_path / "sub"
-    rc = main(["run", "lstm-mini", "--rules-dir", str(TEST_RULES), "--data-dir", str(data), "--out", str(out),
-               "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet"])
-    assert rc == 0
+    out, t, target = one_trial(tmp_path, "lstm-mini", data, seed=7)
     d = out / "closed" / "ci" / "results" / "ci-box" / "lstm-mini"
-    t = json.loads((d / "trial_1" / "trial.json").read_text())
-    target = get_rules("lstm-mini", rules_root=TEST_RULES).target
     assert t["status"] == "converged" and 1.0 < t["final_metric"] <= target
     assert t["flops_per_step"] > 0 and t["epochs"] == 1
     assert (d / "trial_1" / "model.safetensors").stat().st_size < 8_000_000
-    capsys.readouterr()
-    assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["passed"] is True and not [f for f in report["findings"] if f["severity"] == "error"]
+    report = check_passes(out, capsys)
     (bench,) = report["benchmarks"]
     assert bench["score"]["trials"] == 1 and bench["score"]["converged"] == 1

@@ -5,13 +5,12 @@ short real trial through `trainmark data prepare`, `trainmark run` and `trainmar
 The trial uses test-only rules (tests/rules/1.1/transformer-mini.yaml: the first 1,500 training and
 50 validation pairs of the real prepared files, pinned by checksum, a lower BLEU target).
 """
-import json
 import shutil
 
 import pytest
 import sacrebleu
 import torch
-from conftest import TEST_RULES
+from conftest import check_passes, one_trial
 
 from trainmark.cli import main
 from trainmark.errors import UserError
@@ -225,16 +224,7 @@ def prepare_test_cut(tmp_path):
 @needs_sword
 def test_one_short_trial_then_check(tmp_path, capsys):
     data = prepare_test_cut(tmp_path)
-    out = tmp_path / "sub"
-    rc = main(["run", "transformer-mini", "--rules-dir", str(TEST_RULES), "--data-dir", str(data), "--out",
-               str(out), "--submitter", "ci", "--system-name", "ci-box", "--seed", "7", "--quiet"])
-    assert rc == 0
-    d = out / "closed" / "ci" / "results" / "ci-box" / "transformer-mini"
-    t = json.loads((d / "trial_1" / "trial.json").read_text())
-    target = get_rules("transformer-mini", rules_root=TEST_RULES).target
+    out, t, target = one_trial(tmp_path, "transformer-mini", data, seed=7)
     assert t["status"] == "converged" and target <= t["final_metric"] <= 100
     assert t["flops_per_step"] > 0
-    capsys.readouterr()
-    assert main(["check", str(out), "--rules-dir", str(TEST_RULES), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["passed"] is True and not [f for f in report["findings"] if f["severity"] == "error"]
+    check_passes(out, capsys)
