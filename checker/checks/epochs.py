@@ -2,11 +2,15 @@
 
 The format itself belongs to ``trainmark.format.epochlog`` (the harness writes with
 it); this module only adds what one line cannot know: the order of the lines and the
-rules' metric range.
+rules' metric range. A hostile file is read in bounded time: at most ``MAX_LINES`` lines,
+and nothing after the ``MAX_MALFORMED``-th malformed one (EPOCHLOG-007 counts the rest),
+found one at a time so that a 64 MiB file of empty lines is never split into 32 million
+pieces.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 from trainmark.checker.verdict.codes import (
     EPOCHLOG_001,
@@ -15,12 +19,15 @@ from trainmark.checker.verdict.codes import (
     EPOCHLOG_004,
     EPOCHLOG_005,
     EPOCHLOG_006,
+    EPOCHLOG_007,
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import epochlog
 from trainmark.rules.ruleset import BenchmarkRules
 
 MAX_LINE = 4096  # a valid line has under 60 characters
+MAX_LINES = 100_000   # the largest rules allow 10 trials of 90 epochs: 900 lines
+MAX_MALFORMED = 100   # after this many malformed lines the file is not a log the harness wrote
 
 
 @dataclass(frozen=True)
@@ -35,19 +42,43 @@ def check_epochs_log(data: bytes, rel: str, rules: BenchmarkRules | None, findin
         findings.add(EPOCHLOG_006, rel, "epochs.log is empty", expected="one line per evaluated epoch",
                      seen="0 bytes")
         return []
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()
-    else:
-        findings.add(EPOCHLOG_006, rel, f"the last line ({len(pieces)}) has no newline: truncated file?",
-                     line=len(pieces), expected="every line ends with '\\n'", seen=pieces[-1][-60:])
-    parsed = []
-    for number, raw in enumerate(pieces, start=1):
+    total = data.count(b"\n") + (not data.endswith(b"\n"))
+    if not data.endswith(b"\n"):
+        findings.add(EPOCHLOG_006, rel, f"the last line ({total}) has no newline: truncated file?",
+                     line=total, expected="every line ends with '\\n'", seen=data[-60:].rpartition(b"\n")[2])
+    parsed: list[LoggedEpoch] = []
+    malformed = read = 0
+    for number, raw in _lines(data):
+        if number > MAX_LINES or malformed >= MAX_MALFORMED:
+            break
+        read = number
         entry = _parse(raw, number, rel, rules, findings)
-        if entry is not None:
+        if entry is None:
+            malformed += 1
+        else:
             parsed.append(LoggedEpoch(number, entry))
+    if read < total:
+        _report_unread(rel, read, total, malformed, findings)
     _check_order(parsed, rel, rules, findings)
     return parsed
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, bytes without the newline) of each line, found one at a time (linear, lazy)."""
+    start, number, end = 0, 0, len(data)
+    while start < end:
+        newline = data.find(b"\n", start)
+        stop = end if newline < 0 else newline
+        number += 1
+        yield number, data[start:stop]
+        start = stop + 1
+
+
+def _report_unread(rel: str, read: int, total: int, malformed: int, findings: Findings) -> None:
+    why = (f"{malformed} malformed lines" if malformed >= MAX_MALFORMED else f"the first {MAX_LINES} lines")
+    limit = f"at most {MAX_MALFORMED} malformed lines" if malformed >= MAX_MALFORMED else f"at most {MAX_LINES} lines"
+    findings.add(EPOCHLOG_007, rel, f"stopped after line {read} ({why}): {total - read} more line(s) not read",
+                 line=read + 1, expected=limit, seen=f"{total} lines")
 
 
 def _parse(raw: bytes, number: int, rel: str, rules: BenchmarkRules | None, findings: Findings):

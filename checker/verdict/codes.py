@@ -151,6 +151,16 @@ CODE_010 = _code(
     'CODE-010', ERROR,
     'the implementation record names another benchmark, system, division or rules version than its results',
     "submit each system's record under benchmarks/<benchmark>/implementations/<system>/, unchanged")
+CODE_011 = _code(
+    'CODE-011', ERROR, "the implementation record's framework is not one the rules version's released code knows",
+    'run the released trainmark unmodified: implementation.json names the framework that ran (pytorch, tensorflow)')
+CODE_012 = _code(
+    'CODE-012', ERROR, "the implementation record's framework differs from the framework the MLLOG logs",
+    "submit the record the run of these results wrote: each system's results beside that system's own code")
+CODE_013 = _code(
+    'CODE-013', ERROR, 'no implementation record under a rules version whose release carries code hashes '
+    '(whatever format version trial.json claims)',
+    'submit <submitter>/benchmarks/<benchmark>/implementations/<system>/ as trainmark run wrote it')
 # MLLOG files
 MLLOG_001 = _code(
     "MLLOG-001", ERROR, "a line is not a valid MLLOG record",
@@ -190,6 +200,9 @@ MLLOG_011 = _code(
 MLLOG_012 = _code(
     "MLLOG-012", WARNING, "an MLLOG line ends with CR LF",
     "write the file with '\\n' line ends, as mlperf_logging.mllog does")
+MLLOG_013 = _code(
+    "MLLOG-013", ERROR, "trainmark_format_version is missing (rules 1.1 and later) or not a result format the "
+    "checker knows", "log the result format version as trainmark run does; trial.json's format_version must agree")
 # Numbers out of range
 NUMBER_001 = _code(
     "NUMBER-001", ERROR, "a number outside the range the checker accepts (record not evaluated)",
@@ -214,6 +227,10 @@ EPOCHLOG_005 = _code(
 EPOCHLOG_006 = _code(
     "EPOCHLOG-006", ERROR, "epochs.log is empty or truncated",
     "copy the complete file; every line ends with '\\n'")
+EPOCHLOG_007 = _code(
+    "EPOCHLOG-007", ERROR, "epochs.log has more lines, or more malformed lines, than the checker reads "
+    "(the rest is not read)",
+    "submit the file the harness wrote: one line per evaluated epoch, a few hundred lines at most")
 # Agreement of the two logs
 AGREE_001 = _code(
     "AGREE-001", ERROR, "a trial is in one log but not in the other",
@@ -237,6 +254,10 @@ TRIAL_002 = _code(
 TRIAL_003 = _code(
     "TRIAL-003", ERROR, "a crashed or interrupted trial in the set of trials (never an allowed miss)",
     "rerun it: `trainmark run --resume` archives the failed trial under interrupted/ and trains it again")
+TRIAL_004 = _code(
+    "TRIAL-004", ERROR, "an interrupted attempt the MLLOG names (trainmark_interrupted_attempts) is missing from "
+    "interrupted/", "submit the benchmark folder's interrupted/ as `trainmark run --resume` left it: every "
+    "started trial stays visible")
 # trial.json, the harness's summary
 TRIALJSON_001 = _code(
     "TRIALJSON-001", ERROR, "trial.json is not a readable JSON object (size, depth, encoding)",
@@ -282,6 +303,14 @@ CONVERGE_001 = _code(
 CONVERGE_002 = _code(
     "CONVERGE-002", WARNING, "no reference convergence points at this global batch size: not verified",
     "use a batch size the rules measured, or ask for reference runs at yours")
+CONVERGE_003 = _code(
+    "CONVERGE-003", ERROR, "closed division: a global batch size or implementation the rules have no reference "
+    "convergence points for, outside the calibrated range: epochs to target cannot be judged",
+    "use a batch size between the rules' calibrated ones (`trainmark rules show <benchmark>`, convergence), or "
+    "submit to the open division; new points come from `trainmark calibrate` runs added to the rules")
+CONVERGE_004 = _code(
+    "CONVERGE-004", INFO, "the reference at this batch size is interpolated between two calibrated batch sizes "
+    "(as MLPerf's RCP checker does)", "nothing to do: the finding says which points were interpolated")
 # Accuracy curve against the reference band
 CURVE_001 = _code(
     "CURVE-001", WARNING, "a trial's metric leaves the reference band of the calibration trials by more than "
@@ -290,6 +319,26 @@ CURVE_001 = _code(
 CURVE_002 = _code(
     "CURVE-002", ERROR, "a trial's metric leaves the reference band by more than the tolerance (the rules "
     "enforce the band)", "train the reference recipe unchanged; the rules' curve_band says severity: error")
+# Work and time agree (issue 30: evidence, not the submitter's summaries)
+WORK_001 = _code(
+    "WORK-001", ERROR, "an evaluation window took far longer per evaluated sample than training took per trained "
+    "sample: the window logged as evaluation held training time",
+    "log eval_start/eval_stop around the evaluation only (the harness does); the bound is the rules' "
+    "evaluation.max_eval_time_ratio")
+WORK_002 = _code(
+    "WORK-002", ERROR, "an epoch's logged work (FLOPs per step x steps) over its logged time exceeds the "
+    "system's peak: the time is not physically possible",
+    "log the real epoch times; if the peak is wrong, declare the right one in the system description")
+WORK_003 = _code(
+    "WORK-003", ERROR, "an epoch trained more than twice as fast as the trial's median epoch",
+    "log the real epoch windows (an epoch whose time was cut is not a measured epoch)")
+WORK_004 = _code(
+    "WORK-004", ERROR, "two trials are not distinct: identical weights, or identical metric curves under "
+    "different seeds",
+    "run every trial; a copy of another trial is not a trial")
+WORK_005 = _code(
+    "WORK-005", ERROR, "a trained weight tensor is constant (every value the same): these are not the weights "
+    "that were evaluated", "submit the model.safetensors the harness wrote at the end of the trial")
 # Agreement of repeated trials
 SPREAD_001 = _code(
     "SPREAD-001", WARNING, "the trials' train times vary more than the rules' max_train_time_cv (the score ranks "
