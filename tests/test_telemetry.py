@@ -93,9 +93,10 @@ def test_power_per_domain_from_the_meter_and_linux_cpu_sensors(tmp_path):
     (zone / "type").write_text("x86_pkg_temp\n")
     (zone / "temp").write_text("55000\n")
     clock = Clock()
-    sources = telemetry.sources_for(meter, sys_root, clock)
+    sources = telemetry.sources_for(meter, sys_root, clock, proc_root=tmp_path / "no-proc")
     s = telemetry.Sampler(tmp_path / "t.csv", sources, clock=clock)
-    assert s.columns == ["package-0.power_w", "dram-0.power_w", "cpu.freq_mhz", "tz0-x86_pkg_temp.temp_c"]
+    assert s.columns == ["package-0.power_w", "dram-0.power_w", "cpu.freq_mhz", "cpu0.freq_mhz", "cpu1.freq_mhz",
+                         "tz0-x86_pkg_temp.temp_c"]
     s._file = open(tmp_path / "t.csv", "w")
     s._writer = csv.writer(s._file)
     s.sample_now()
@@ -105,7 +106,7 @@ def test_power_per_domain_from_the_meter_and_linux_cpu_sensors(tmp_path):
     s.sample_now()
     summary = s.summarize(1.0, 3.0)
     assert summary["mean"] == {"package-0.power_w": 50.0, "dram-0.power_w": 5.0, "cpu.freq_mhz": 2500.0,
-                               "tz0-x86_pkg_temp.temp_c": 55.0}
+                               "tz0-x86_pkg_temp.temp_c": 55.0}   # per-CPU columns: in the file only
     s.stop()
     meter.stop()
 
@@ -134,3 +135,49 @@ def test_telemetry_hz_is_off_or_at_least_1_hz(text, ok, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["run", "tiny-test", "--telemetry-hz", text])
     assert stop.value.code == 2 and "--telemetry-hz" in capsys.readouterr().err
+
+
+def fake_proc(root, ticks, tree_ticks, cpuinfo=True):
+    """A /proc with a 2-CPU /proc/stat, a run of two processes (1 parent, 2 child) and no cpufreq."""
+    root.mkdir(exist_ok=True)
+    user, steal = ticks
+    (root / "stat").write_text(f"cpu  {user} 0 0 {1000 - user} 0 0 0 {steal} 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n")
+    (root / "loadavg").write_text("1.50 1.00 0.50 3/120 999\n")
+    if cpuinfo:
+        (root / "cpuinfo").write_text("processor\t: 0\ncpu MHz\t\t: 2600.000\n\nprocessor\t: 1\ncpu MHz\t\t: 2400.0\n")
+    for pid, child, t in ((1, "2", tree_ticks[0]), (2, "", tree_ticks[1])):
+        d = root / str(pid) / "task" / str(pid)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "children").write_text(child)
+        (root / str(pid) / "stat").write_text(f"{pid} (py (x)) R 1 " + "0 " * 9 + f"{t} 0 0 0 20 0\n")
+        (root / str(pid) / "status").write_text("Name: x\nVmHWM:\t 204800 kB\nVmRSS:\t 102400 kB\n")
+
+
+def test_proc_columns_on_a_machine_without_sensors(tmp_path):
+    proc = tmp_path / "proc"
+    fake_proc(proc, (100, 0), (10, 5))
+    source = telemetry.ProcTelemetry(proc, root_pid=1)
+    assert source.columns == ["run.cpu_pct", "other.cpu_pct", "cpu.steal_pct", "run.rss_mib", "run.peak_rss_mib",
+                              "load.avg1", "load.runnable"]
+    assert source.sample() == [None, None, None, 100.0, 200.0, 1.5, 3]    # CPU shares need two rows
+    fake_proc(proc, (400, 50), (110, 105))     # 1000 ticks later: run 200, all busy 300, steal 50
+    (proc / "stat").write_text("cpu  400 0 0 1550 0 0 0 50 0 0\n")
+    assert source.sample()[:3] == [20.0, 10.0, 5.0]
+    cpus = telemetry.LinuxCpuTelemetry(tmp_path / "no-sys", proc)   # no cpufreq: /proc/cpuinfo's cpu MHz
+    assert cpus.columns == ["cpu.freq_mhz", "cpu0.freq_mhz", "cpu1.freq_mhz"]
+    assert cpus.sample() == [2500.0, 2600.0, 2400.0]
+
+
+def test_proc_source_on_this_machine_counts_a_busy_child(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    source = telemetry.ProcTelemetry()
+    source.sample()
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1: pass"])
+    child.wait()
+    time.sleep(0.05)
+    run_pct, other_pct, steal_pct, rss, peak, load, runnable = source.sample()
+    assert run_pct > 5 and other_pct >= 0 and steal_pct >= 0 and 0 < rss <= peak and runnable >= 1
+    assert not source.errors

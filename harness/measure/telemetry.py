@@ -1,5 +1,7 @@
 """Telemetry during every trial: power per energy domain, GPU temperature, clocks, throttling,
-utilization and memory, CPU frequency and thermal zones, sampled on a background thread.
+utilization and memory, each CPU's frequency and thermal zones, and from /proc (every Linux machine,
+virtual ones included) the CPU use of the run and of everything else, memory and load, sampled on a
+background thread (only global rank 0 samples; the run is its node's process tree, ``run_root_pid``).
 
 Rows go to ``trial_<k>/telemetry.csv`` as they are taken (format and why: docs/energy.md):
 a header ``time_ms,<device>.<metric>,...`` then one row per sample, ``time_ms`` on the
@@ -12,13 +14,14 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import re
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from trainmark.format.telemetry import FILE_NAME, FORMAT, GAP_S, THROTTLE_MASK, throttle_names
+from trainmark.format.telemetry import FILE_NAME, FORMAT, GAP_S, PER_CPU_COLUMN, THROTTLE_MASK, throttle_names
 
 DEFAULT_PERIOD_S = 1.0  # MLPerf Power samples at 1 Hz or faster
 
@@ -128,12 +131,20 @@ class AmdTelemetry(_Guarded):
 
 
 class LinuxCpuTelemetry(_Guarded):
-    """Mean CPU frequency (cpufreq) and every thermal zone; ``sys_root`` is injectable for tests."""
+    """Each CPU's current frequency and their mean, and every thermal zone; roots injectable for tests.
 
-    def __init__(self, sys_root: str | Path = "/sys"):
+    The frequency is cpufreq's ``scaling_cur_freq`` where the kernel has cpufreq, else the ``cpu MHz``
+    lines of ``/proc/cpuinfo`` (a virtual machine: often the nominal clock, still what the guest sees).
+    """
+
+    def __init__(self, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc"):
         root = Path(sys_root)
         self.errors: dict[str, str] = {}
-        self._freq_files = sorted(root.glob("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq"))
+        self._cpuinfo = Path(proc_root) / "cpuinfo"
+        freq_files = {int(p.parent.parent.name[3:]): p
+                      for p in root.glob("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")}
+        self._freq_files = [freq_files[i] for i in sorted(freq_files)]
+        self._cpus = sorted(freq_files) or sorted(self._cpuinfo_mhz())
         self._zones: list[tuple[str, Path]] = []
         for zone in sorted(root.glob("class/thermal/thermal_zone[0-9]*"), key=lambda p: int(p.name[12:] or 0)):
             try:
@@ -141,15 +152,117 @@ class LinuxCpuTelemetry(_Guarded):
             except OSError:
                 kind = "zone"
             self._zones.append((f"tz{zone.name[12:]}-{kind}.temp_c", zone / "temp"))
-        self.columns = (["cpu.freq_mhz"] if self._freq_files else []) + [c for c, _ in self._zones]
+        freq_columns = ["cpu.freq_mhz", *(f"cpu{i}.freq_mhz" for i in self._cpus)] if self._cpus else []
+        self.columns = freq_columns + [c for c, _ in self._zones]
 
-    def _mean_mhz(self) -> float:
-        khz = [int(p.read_text()) for p in self._freq_files]
-        return sum(khz) / len(khz) / 1000
+    def _cpuinfo_mhz(self) -> dict[int, float]:
+        """``cpu MHz`` per ``processor`` of /proc/cpuinfo ({} where it has none, e.g. arm64)."""
+        out: dict[int, float] = {}
+        try:
+            text = self._cpuinfo.read_text()
+        except OSError:
+            return out
+        cpu = None
+        for line in text.splitlines():
+            name, _, value = line.partition(":")
+            name = name.strip()
+            if name == "processor":
+                cpu = int(value)
+            elif name == "cpu MHz" and cpu is not None:
+                out[cpu] = float(value)
+        return out
+
+    def _mhz(self) -> list[float | None]:
+        if self._freq_files:
+            return [int(p.read_text()) / 1000 for p in self._freq_files]
+        by_cpu = self._cpuinfo_mhz()
+        return [by_cpu.get(i) for i in self._cpus]
 
     def sample(self) -> list:
-        out = [self._read("cpu.freq_mhz", self._mean_mhz)] if self._freq_files else []
+        out: list = []
+        if self._cpus:
+            mhz = self._read("cpu.freq_mhz", self._mhz) or [None] * len(self._cpus)
+            known = [m for m in mhz if m is not None]
+            out += [sum(known) / len(known) if known else None, *mhz]
         return out + [self._read(c, lambda p=p: int(p.read_text()) / 1000) for c, p in self._zones]
+
+
+def run_root_pid() -> int:
+    """The process whose tree is the run on this node: this one, or under torchrun the elastic agent
+    that started every local rank (so each rank and its data-loader workers count as the run)."""
+    return os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else os.getpid()
+
+
+class ProcTelemetry(_Guarded):
+    """What Linux always exposes without sensors (docs/energy.md): CPU use of the run's process tree
+    and of everything else (/proc/stat), the main process's resident and peak memory, the load average.
+
+    CPU columns are percent of all the node's CPUs over the interval since the previous row, so
+    ``run.cpu_pct + other.cpu_pct + cpu.steal_pct`` plus idle is 100; the first row has none.
+    """
+
+    columns = ["run.cpu_pct", "other.cpu_pct", "cpu.steal_pct", "run.rss_mib", "run.peak_rss_mib",
+               "load.avg1", "load.runnable"]
+
+    def __init__(self, proc_root: str | Path = "/proc", root_pid: int | None = None):
+        self.proc = Path(proc_root)
+        self.root_pid = root_pid or run_root_pid()
+        self.self_pid = os.getpid() if root_pid is None else self.root_pid
+        self.errors: dict[str, str] = {}
+        self._last: tuple[int, int, int, int] | None = None   # total, busy, steal, run (clock ticks)
+
+    def _node_ticks(self) -> tuple[int, int, int]:
+        """(all, busy, steal) clock ticks of every CPU since boot, from the first line of /proc/stat."""
+        with open(self.proc / "stat", "rb") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+        user, nice, system, idle, iowait, irq, softirq, steal = fields + [0] * (8 - len(fields))
+        busy = user + nice + system + irq + softirq   # guest time is already inside user and nice
+        return busy + idle + iowait + steal, busy, steal
+
+    def _tree_ticks(self) -> int:
+        """utime+stime+cutime+cstime summed over the run's live process tree (a reaped child's time is
+        in its parent's cutime, so workers that come and go are counted once)."""
+        total, todo, seen = 0, [self.root_pid], set()
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            try:
+                stat = (self.proc / str(pid) / "stat").read_bytes()
+                fields = stat[stat.rindex(b")") + 2:].split()
+                total += sum(int(x) for x in fields[11:15])
+                for task in (self.proc / str(pid) / "task").iterdir():
+                    todo += [int(c) for c in (task / "children").read_bytes().split()]
+            except (OSError, ValueError):  # a process that just exited: its time is in its parent's cutime
+                continue
+        return total
+
+    def _cpu(self) -> list[float | None]:
+        run = self._tree_ticks()
+        total, busy, steal = self._node_ticks()
+        last, self._last = self._last, (total, busy, steal, run)
+        if last is None or total <= last[0]:
+            return [None, None, None]
+        span = total - last[0]
+        d_run = max(0, run - last[3])
+        return [100 * d_run / span, 100 * max(0, busy - last[1] - d_run) / span, 100 * (steal - last[2]) / span]
+
+    def _memory(self) -> list[float | None]:
+        kib = {}
+        for line in (self.proc / str(self.self_pid) / "status").read_text().splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                kib[line[:5]] = int(line.split()[1])
+        return [kib.get("VmRSS", 0) / 1024 or None, kib.get("VmHWM", 0) / 1024 or None]
+
+    def _load(self) -> list[float]:
+        avg1, _, _, running, _ = (self.proc / "loadavg").read_text().split()
+        return [float(avg1), int(running.split("/")[0])]
+
+    def sample(self) -> list:
+        return [*(self._read("run.cpu_pct", self._cpu) or [None] * 3),
+                *(self._read("run.rss_mib", self._memory) or [None] * 2),
+                *(self._read("load.avg1", self._load) or [None] * 2)]
 
 
 def _cell(v: Any) -> str:
@@ -243,7 +356,7 @@ class Sampler:
                                "mean": {}, "max": {}, "throttle": {}}
         for i, col in enumerate(self.columns):
             vals = [v[i] for _, v in rows if v[i] is not None]
-            if not vals:
+            if not vals or PER_CPU_COLUMN.match(col):  # per-CPU columns: cpu.freq_mhz summarises them
                 continue
             if col.endswith(".throttle"):
                 bits = [int(x) & THROTTLE_MASK for x in vals]
@@ -275,9 +388,11 @@ class Sampler:
                 "columns": self.columns, "gaps": self.gaps, "errors": self.errors or None}
 
 
-def sources_for(meter, sys_root: str | Path = "/sys", clock: Callable[[], float] = time.perf_counter) -> list:
+def sources_for(meter, sys_root: str | Path = "/sys", clock: Callable[[], float] = time.perf_counter,
+                proc_root: str | Path = "/proc") -> list:
     """The sources this node offers: power from the energy meter's domains, the GPUs its GPU
-    meter opened (NVML or amdsmi), the CPU's cpufreq and thermal zones."""
+    meter opened (NVML or amdsmi), each CPU's frequency and the thermal zones, and /proc's CPU use,
+    memory and load, which every Linux machine has."""
     from trainmark.harness.measure import energy
 
     sources: list = []
@@ -289,7 +404,9 @@ def sources_for(meter, sys_root: str | Path = "/sys", clock: Callable[[], float]
             sources.append(NvmlTelemetry(m.nvml, m.handles, names))
         elif isinstance(m, energy.AmdSmiMeter):
             sources.append(AmdTelemetry(m.smi, m.handles, names))
-    sources.append(LinuxCpuTelemetry(sys_root))
+    sources.append(LinuxCpuTelemetry(sys_root, proc_root))
+    if (Path(proc_root) / "stat").exists():
+        sources.append(ProcTelemetry(proc_root))
     return sources
 
 

@@ -9,10 +9,17 @@ import re
 
 from trainmark.format.layout import TELEMETRY_FILE
 
-FORMAT = "trainmark-telemetry/1"
+FORMAT = "trainmark-telemetry/2"     # 2: /proc columns (run.cpu_pct, ..., cpuN.freq_mhz) on every Linux machine
+FORMATS = ("trainmark-telemetry/1", FORMAT)  # both are read: the header names the columns either way
 FILE_NAME = TELEMETRY_FILE
 GAP_S = 2.0             # a longer interval between rows is a gap (recorded; the checker reports it)
 COLUMN = re.compile(r"[A-Za-z0-9_.+-]{1,80}")
+PER_CPU_COLUMN = re.compile(r"cpu[0-9]+\.")  # one column per CPU: in the file, not in per-epoch summaries
+
+# The columns the checker reads as evidence (docs/energy.md): the run's CPU use and power per domain.
+RUN_CPU = "run.cpu_pct"
+OTHER_CPU = "other.cpu_pct"
+POWER_SUFFIX = ".power_w"
 
 # NVML clocks-event ("throttle") reasons that slow the GPU down; idle, application clocks,
 # sync boost and display clock are not throttling (nvml.h, nvmlClocksEventReason*).
