@@ -16,16 +16,16 @@ from trainmark.checker.checks.code import check_code
 from trainmark.checker.checks.conformity import ReferenceBuilder, ReferenceStructures
 from trainmark.checker.checks.system_desc import check_system_file, load_schema
 from trainmark.checker.mlperf.results import (
-    infer_ruleset,
+    choose_ruleset,
+    in_ruleset,
     is_mlperf_benchmark,
     known_rulesets,
-    ruleset_note,
     score_mlperf_benchmark,
 )
 from trainmark.checker.read import archive
 from trainmark.checker.read.levels import walk
 from trainmark.checker.read.safefs import SafeTree
-from trainmark.checker.verdict.codes import CHECKER_001, LAYOUT_006
+from trainmark.checker.verdict.codes import CHECKER_001, LAYOUT_006, MLPERF_006
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.result import Report
 from trainmark.errors import UserError
@@ -37,7 +37,7 @@ class CheckOptions:
     rules_root: Path | None = None               # a folder of rules/<version>/*.yaml (default: the shipped rules)
     reference_builder: ReferenceBuilder | None = None   # default: trainmark.reference.registry
     system_schema: Path | None = None            # default: trainmark/format/schema/system.schema.json
-    mlperf_ruleset: str | None = None            # default: from the path ('...v4.0...'), else the newest
+    mlperf_ruleset: str | None = None            # default: from the path ('...v4.0...') or the benchmarks present
     progress: Callable[[int, int, str], None] | None = None  # (done, total, folder): checker/progress.py
 
 
@@ -68,12 +68,20 @@ class RulesProvider:
         return self.ruleset(chosen).get(benchmark)
 
 
-def _check_benchmark(folder, tree: SafeTree, ctx: TrainmarkContext, names: set[str], divisions: dict, root: Path,
-                     options: CheckOptions, findings: Findings) -> BenchmarkResult | None:
+def _is_mlperf(folder, names: set[str]) -> bool:
+    return folder.benchmark not in names and folder.division is None and is_mlperf_benchmark(folder.benchmark)
+
+
+def _check_benchmark(folder, tree: SafeTree, ctx: TrainmarkContext, names: set[str], divisions: dict,
+                     ruleset: str | None, findings: Findings) -> BenchmarkResult | None:
     if folder.benchmark in names:
         return check_trainmark_benchmark(folder, tree, ctx, findings)
-    if folder.division is None and is_mlperf_benchmark(folder.benchmark):
-        ruleset = options.mlperf_ruleset or infer_ruleset(root)
+    if ruleset is not None and _is_mlperf(folder, names):
+        if not in_ruleset(folder.benchmark, ruleset):
+            findings.add(MLPERF_006, folder.rel, f"{folder.benchmark} is not a benchmark of MLPerf Training "
+                         f"{ruleset}: not scored", expected=f"a benchmark of MLPerf Training {ruleset}",
+                         seen=folder.benchmark)
+            return None
         result = BenchmarkResult("mlperf", folder.rel, folder.benchmark,
                                  divisions.get((folder.submitter, folder.system)),
                                  folder.submitter, folder.system, rules_version=f"mlperf-training-{ruleset}")
@@ -115,6 +123,8 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
         report.systems.append({"file": system.rel, "system": system.system, "division": divisions[
             (system.submitter, system.system)]})
     names = rules.names()
+    mlperf = {f.benchmark for f in layout.benchmarks if _is_mlperf(f, names)}
+    ruleset, ruleset_note = choose_ruleset(root, options.mlperf_ruleset, mlperf) if mlperf else (None, None)
     with tempfile.TemporaryDirectory(prefix="trainmark-check-") as compliance_dir:
         ctx = TrainmarkContext(rules, ReferenceStructures(options.reference_builder), Path(compliance_dir),
                                report.notes)
@@ -122,7 +132,7 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
             if options.progress is not None:
                 options.progress(done, len(layout.benchmarks), folder.rel or ".")
             try:
-                result = _check_benchmark(folder, tree, ctx, names, divisions, root, options, findings)
+                result = _check_benchmark(folder, tree, ctx, names, divisions, ruleset, findings)
             except UserError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the other folders
@@ -132,5 +142,6 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
             if result is not None:
                 report.benchmarks.append(result)
         check_code(report.benchmarks, tree, rules.root or RULES_ROOT, findings, report.notes)
-    report.notes.insert(0, ruleset_note(root, options.mlperf_ruleset)[1])
+    if ruleset_note:
+        report.notes.insert(0, ruleset_note)
     return report

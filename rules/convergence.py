@@ -5,7 +5,10 @@ fails when its olympic-mean epochs-to-target lies below the smallest mean that a
 two-sample t-test (alpha 0.05, equal variance, the submission assumed to have the reference's
 spread, n = trials - 2 after dropping the fastest and slowest) cannot tell from the reference.
 Between batch sizes the reference mean and standard deviation are interpolated linearly, after
-pruning points slower than the interpolation of their neighbours; outside them there is no verdict.
+pruning points slower than the interpolation of their neighbours; outside them there is no verdict
+(the checker makes that an error in the closed division: CONVERGE-003). The curve band between two
+calibrated batch sizes is the envelope of theirs: a curve at an intermediate batch size is expected
+within the union of its neighbours' ranges, never narrower than either.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ class RefPoint:
     mean: float
     std: float
     n: int
+    between: tuple[int, int] | None = None   # the calibrated batch sizes an interpolated point lies between
 
 
 def ref_points(points: list[dict]) -> list[RefPoint]:
@@ -64,7 +68,7 @@ def reference_at(points: list[RefPoint], batch_size: int) -> RefPoint | None:
     for a, b in zip(points, points[1:]):
         if a.batch_size < batch_size < b.batch_size:
             m, s = _interp(a, b, batch_size)
-            return RefPoint(batch_size, m, s, min(a.n, b.n))
+            return RefPoint(batch_size, m, s, min(a.n, b.n), (a.batch_size, b.batch_size))
     return None
 
 
@@ -107,11 +111,20 @@ def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: An
              framework: object = None) -> dict[int, tuple[float, float]]:
     """``{epoch: (low, high)}`` of the rules' reference curve band (``curve_band``) for this batch size,
     precision and framework's implementation (``resnet-mini``, ``resnet-mini@tensorflow``); {} when there
-    is none. The checker judges trials against it (CURVE-*), the report draws it."""
+    is none. Between two calibrated batch sizes, the envelope of both bands. The checker judges trials
+    against it (CURVE-*), the report draws it."""
     spec = (rules.data.get("curve_band") if rules is not None else None) or {}
     implementation = implementation_of(rules, framework) if rules is not None else None
-    for band in spec.get("bands", []):
-        if band["implementation"] == implementation and band["global_batch_size"] == global_batch_size \
-                and band["precision"] == precision:
-            return {int(e): (float(lo), float(hi)) for e, lo, hi in band["epochs"]}
-    return {}
+    bands = {band["global_batch_size"]: {int(e): (float(lo), float(hi)) for e, lo, hi in band["epochs"]}
+             for band in spec.get("bands", [])
+             if band["implementation"] == implementation and band["precision"] == precision}
+    if type(global_batch_size) is not int:  # a logged value: anything (HPARAM-* report a bad one)
+        return {}
+    if global_batch_size in bands:
+        return bands[global_batch_size]
+    below = [b for b in bands if b < global_batch_size]
+    above = [b for b in bands if b > global_batch_size]
+    if not below or not above:
+        return {}
+    low, high = bands[max(below)], bands[min(above)]
+    return {e: (min(low[e][0], high[e][0]), max(low[e][1], high[e][1])) for e in sorted(low.keys() & high.keys())}

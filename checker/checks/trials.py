@@ -5,6 +5,8 @@ from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import (
     CONVERGE_001,
     CONVERGE_002,
+    CONVERGE_003,
+    CONVERGE_004,
     HPARAM_001,
     HPARAM_004,
     HPARAM_005,
@@ -97,9 +99,19 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
 
     Each trial is judged against the reference at its own logged batch size: trials are grouped by
     ``global_batch_size`` and every group is checked, so a changed batch in one trial cannot hide
-    the others (mixed settings are themselves a finding of ``check_same_settings``).
+    the others (mixed settings are themselves a finding of ``check_same_settings``). A batch size
+    outside the calibrated range, or an implementation without points, cannot be judged: an error
+    (CONVERGE-003), since a closed result whose convergence nobody can verify is not a closed result.
+    Only rules that carry no points at all (a full-size benchmark not yet calibrated) say so as a
+    warning (CONVERGE-002): there the rules release, not the submitter, lacks the evidence.
     """
-    if division != "closed" or not rules.convergence["points"]:
+    if division != "closed":
+        return
+    if not rules.convergence["points"]:
+        if any(r.converged for r in records):
+            findings.add(CONVERGE_002, folder_rel, f"the rules of {rules.name} {rules.version} carry no reference "
+                         "convergence points yet: epochs to target are not verified",
+                         expected="convergence points in the rules", seen="none")
         return
     groups: dict[tuple[str, int], list[TrialRecord]] = {}
     for r in records:
@@ -107,24 +119,34 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
         if r.converged and type(batch) is int:  # a missing or non-integer batch is reported by HPARAM-002
             groups.setdefault((implementation_of(rules, r.value(mllog.FRAMEWORK)), batch), []).append(r)
     for (implementation, batch), group in sorted(groups.items()):
-        points = points_of(rules, implementation)
-        if not points:
-            findings.add(CONVERGE_002, folder_rel, f"no reference convergence points for {implementation}: "
-                         "its epochs to target are not verified",
-                         expected=f"points of {', '.join(sorted(implementations(rules)))}", seen=implementation)
-            continue
-        verdict = convergence.check(points, batch, [r.epochs_trained for r in group])
-        trials = ", ".join(str(r.trial) for r in group)
-        where = f"trials {trials}: " if len(groups) > 1 else ""
-        if verdict.ok is None:
-            findings.add(CONVERGE_002, folder_rel, where + verdict.message,
-                         expected=f"a global batch size the rules measured "
-                                  f"({[p['global_batch_size'] for p in points]})",
-                         seen=batch)
-        elif not verdict.ok:
-            findings.add(CONVERGE_001, folder_rel, where + verdict.message,
-                         expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
-                         seen=f"{verdict.submission_mean:.2f}")
+        where = f"trials {', '.join(str(r.trial) for r in group)}: " if len(groups) > 1 else ""
+        _judge_group(implementation, batch, group, where, folder_rel, rules, findings)
+
+
+def _judge_group(implementation: str, batch: int, group: list[TrialRecord], where: str, folder_rel: str,
+                 rules: BenchmarkRules, findings: Findings) -> None:
+    points = points_of(rules, implementation)
+    if not points:
+        findings.add(CONVERGE_003, folder_rel, where + f"no reference convergence points for {implementation}: "
+                     "its epochs to target cannot be judged",
+                     expected=f"points of {', '.join(sorted(implementations(rules)))}", seen=implementation)
+        return
+    verdict = convergence.check(points, batch, [r.epochs_trained for r in group])
+    sizes = sorted({p["global_batch_size"] for p in points})
+    if verdict.ok is None:
+        findings.add(CONVERGE_003, folder_rel, where + verdict.message + "; a closed result must lie within "
+                     "the calibrated batch sizes", expected=f"a global batch size in [{sizes[0]}, {sizes[-1]}]",
+                     seen=batch)
+        return
+    if verdict.reference is not None and verdict.reference.between is not None:
+        a, b = verdict.reference.between
+        findings.add(CONVERGE_004, folder_rel, where + f"reference at batch {batch} interpolated between the "
+                     f"calibrated batch sizes {a} and {b}: mean {verdict.reference.mean:.2f} epochs, "
+                     f"std {verdict.reference.std:.2f}", expected=f"calibrated sizes {sizes}", seen=batch)
+    if not verdict.ok:
+        findings.add(CONVERGE_001, folder_rel, where + verdict.message,
+                     expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
+                     seen=f"{verdict.submission_mean:.2f}")
 
 
 def points_of(rules: BenchmarkRules, implementation: str) -> list[dict]:

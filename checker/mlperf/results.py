@@ -38,6 +38,7 @@ from trainmark.checker.verdict.codes import (
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.scoring import olympic_mean
+from trainmark.errors import UserError
 from trainmark.format import layout, mllog
 
 
@@ -71,28 +72,46 @@ def known_rulesets() -> list[str]:
                   key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
-def infer_ruleset(path: Path) -> str:
-    """The training ruleset a folder name gives ('...v4.0...' -> '4.0.0'), else the newest."""
+def ruleset_from_path(path: Path) -> tuple[str, str] | None:
+    """The training ruleset a folder name gives ('training_results_v4.0' -> '4.0.0') and that part; None."""
     known = known_rulesets()
     for part in reversed(Path(path).resolve().parts):
         m = re.search(r"v(\d+)\.(\d+)(?:\.(\d+))?", part)
         if m and f"{m[1]}.{m[2]}.{m[3] or 0}" in known:
-            return f"{m[1]}.{m[2]}.{m[3] or 0}"
-    return known[-1]
+            return f"{m[1]}.{m[2]}.{m[3] or 0}", part
+    return None
 
 
-def ruleset_note(path: Path, chosen: str | None) -> tuple[str, str]:
-    """The MLPerf Training ruleset in force for a check, and a note that says it and where it came from."""
+def infer_ruleset(path: Path) -> str | None:
+    """The training ruleset the path names, else None (never a guess)."""
+    found = ruleset_from_path(path)
+    return found[0] if found else None
+
+
+def in_ruleset(benchmark: str, ruleset: str) -> bool:
+    """Is ``benchmark`` part of MLPerf Training ``ruleset`` (mlperf-logging ships its closed config)?"""
+    name = "maskrcnn" if benchmark == "mask" else benchmark
+    return Path(mlp_compliance.__file__).with_name(f"training_{ruleset}").joinpath(f"closed_{name}.yaml").is_file()
+
+
+def choose_ruleset(path: Path, chosen: str | None, benchmarks: set[str]) -> tuple[str, str]:
+    """The MLPerf Training ruleset for the MLPerf folders ``benchmarks`` under ``path``, and a note that says
+    where it came from: ``--mlperf-ruleset``, the path, or the benchmarks present when exactly one ruleset
+    holds them all. Otherwise ``UserError`` (exit 2) naming the candidates: a wrong ruleset fails legitimate
+    folders (a v5.0 folder judged by 6.1.0 rules), so it is never assumed."""
     if chosen:
         return chosen, f"MLPerf Training ruleset in force: {chosen} (from --mlperf-ruleset)"
-    ruleset = infer_ruleset(path)
-    for part in reversed(Path(path).resolve().parts):
-        m = re.search(r"v(\d+)\.(\d+)(?:\.(\d+))?", part)
-        if m and f"{m[1]}.{m[2]}.{m[3] or 0}" == ruleset:
-            return ruleset, f"MLPerf Training ruleset in force: {ruleset} (from the folder name {part!r})"
-    return ruleset, (f"MLPerf Training ruleset in force: {ruleset}, assumed (the newest this mlperf-logging ships): "
-                     f"the path names no version such as 'v4.0'; choose another with --mlperf-ruleset X.Y.Z "
-                     f"(known: {', '.join(known_rulesets())})")
+    found = ruleset_from_path(path)
+    if found:
+        return found[0], f"MLPerf Training ruleset in force: {found[0]} (from the folder name {found[1]!r})"
+    candidates = [v for v in known_rulesets() if all(in_ruleset(b, v) for b in benchmarks)]
+    if len(candidates) == 1:
+        return candidates[0], (f"MLPerf Training ruleset in force: {candidates[0]} (the only ruleset with every "
+                               f"benchmark present: {', '.join(sorted(benchmarks))})")
+    raise UserError(f"{path}: which MLPerf Training ruleset judges these results? The path names no round "
+                    f"(such as 'training_results_v5.0') and {len(candidates) or 'no'} rulesets hold every "
+                    f"benchmark present ({', '.join(sorted(benchmarks))}): pass --mlperf-ruleset X.Y.Z "
+                    f"(candidates: {', '.join(candidates or known_rulesets())})")
 
 
 def is_mlperf_benchmark(name: str) -> bool:

@@ -1,0 +1,117 @@
+"""Do the logged windows agree with the work logged in them? WORK-001, WORK-002, WORK-003.
+
+The score excludes evaluation, so the one cheap forgery of a self-reported log is to move training
+time into evaluation windows. Each window is compared with the work the MLLOG says it did:
+
+- WORK-001: an evaluation does a forward pass per evaluated sample, training a forward and a backward
+  pass per trained sample. Per sample an evaluation is therefore cheaper than training for a classifier,
+  and a benchmark whose evaluation decodes (BLEU, WER) is slower by a factor its calibration measured.
+  The rules state that factor's bound per benchmark (``evaluation.max_eval_time_ratio``, with the
+  measurement it comes from); an evaluation slower than the bound held training time. The training
+  reference is the trial's median epoch, so one odd epoch cannot move it.
+- WORK-002: an epoch's FLOPs (``trainmark_flops_per_step`` x whole steps of ``train_samples``) over its
+  time above the peak the harness recorded for the system (trial.json ``peak_tflops``, the figure its
+  utilization is computed against) is not physically possible.
+- WORK-003: an epoch more than ``FAST_EPOCH_FACTOR`` times as fast as the trial's median epoch: every
+  epoch does the same work, and real runs on a noisy VM stay within 1.6x (the twelve examples).
+
+What this cannot prove: a forger who scales every window consistently and stays under the peak (then
+telemetry coverage and ``--reevaluate`` are the evidence), or a forged FLOP count or peak.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.verdict.codes import WORK_001, WORK_002, WORK_003
+from trainmark.checker.verdict.findings import Findings
+from trainmark.format import mllog
+from trainmark.format.mllog_read import Event
+from trainmark.rules.ruleset import BenchmarkRules
+
+FAST_EPOCH_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class Window:
+    epoch: int
+    seconds: float
+    stop_line: int
+
+
+def windows(events: list[Event], start_key: str, stop_key: str) -> dict[int, Window]:
+    """The first closed ``start_key``..``stop_key`` window of each epoch, by ``epoch_num``."""
+    opened: dict[int, float] = {}
+    closed: dict[int, Window] = {}
+    for e in events:
+        epoch = e.metadata.get(mllog.EPOCH_NUM)
+        if type(epoch) is not int:
+            continue
+        if e.key == start_key:
+            opened.setdefault(epoch, e.time_ms)
+        elif e.key == stop_key and epoch in opened and epoch not in closed:
+            closed[epoch] = Window(epoch, (e.time_ms - opened[epoch]) / 1000, e.line)
+    return closed
+
+
+def _positive(x: Any) -> float | None:
+    return float(x) if type(x) in (int, float) and x > 0 else None
+
+
+def check_trial(events: list[Event], record: TrialRecord, summary: dict | None, rules: BenchmarkRules,
+                findings: Findings) -> None:
+    epochs = {e: w for e, w in windows(events, mllog.EPOCH_START, mllog.EPOCH_STOP).items() if w.seconds > 0}
+    if not epochs:
+        return  # no timed epoch: MLLOG-* and TIME-* say why
+    median = statistics.median(w.seconds for w in epochs.values())
+    _fast_epochs(record, epochs, median, findings)
+    _slow_evaluations(events, record, median, rules, findings)
+    peak = _positive(summary.get("peak_tflops")) if isinstance(summary, dict) else None
+    if peak is not None:
+        _over_peak(record, epochs, peak, findings)
+
+
+def _fast_epochs(record: TrialRecord, epochs: dict[int, Window], median: float, findings: Findings) -> None:
+    for w in epochs.values():
+        if w.seconds * FAST_EPOCH_FACTOR < median:
+            findings.add(WORK_003, record.rel, f"trial {record.trial}: epoch {w.epoch} trained in {w.seconds:.2f} s, "
+                         f"less than 1/{FAST_EPOCH_FACTOR:g} of the trial's median epoch ({median:.2f} s) for the "
+                         "same work", line=w.stop_line, expected=f">= {median / FAST_EPOCH_FACTOR:.2f} s",
+                         seen=f"{w.seconds:.2f} s")
+
+
+def _slow_evaluations(events: list[Event], record: TrialRecord, median: float, rules: BenchmarkRules,
+                      findings: Findings) -> None:
+    bound = rules.evaluation.get("max_eval_time_ratio")
+    train_samples = _positive(record.value(mllog.TRAIN_SAMPLES))
+    eval_samples = _positive(record.value(mllog.EVAL_SAMPLES))
+    if not bound or train_samples is None or eval_samples is None:
+        return
+    per_trained = median / train_samples
+    ratio_bound = float(bound["ratio"])
+    for w in windows(events, mllog.EVAL_START, mllog.EVAL_STOP).values():
+        ratio = (w.seconds / eval_samples) / per_trained
+        if ratio > ratio_bound:
+            findings.add(WORK_001, record.rel, f"trial {record.trial}: the evaluation after epoch {w.epoch} took "
+                         f"{w.seconds:.2f} s for {eval_samples:.0f} samples, {ratio:.2f}x the time per sample of a "
+                         f"median training epoch ({median:.2f} s for {train_samples:.0f}); the rules allow "
+                         f"{ratio_bound:g}x ({bound['source']})", line=w.stop_line,
+                         expected=f"<= {ratio_bound:g}x", seen=f"{ratio:.2f}x")
+
+
+def _over_peak(record: TrialRecord, epochs: dict[int, Window], peak: float, findings: Findings) -> None:
+    flops = _positive(record.value(mllog.FLOPS_PER_STEP))
+    samples = _positive(record.value(mllog.TRAIN_SAMPLES))
+    batch = _positive(record.value("global_batch_size"))
+    if flops is None or samples is None or batch is None:
+        return
+    steps = max(int(samples // batch), 1)  # whole steps: the least work an epoch of these samples did
+    for w in epochs.values():
+        tflops = flops * steps / w.seconds / 1e12
+        if tflops > peak:
+            findings.add(WORK_002, record.rel, f"trial {record.trial}: epoch {w.epoch} did {steps} steps of "
+                         f"{flops:.3g} FLOPs in {w.seconds:.2f} s, {tflops:.3g} TFLOPS, above the system's peak "
+                         f"of {peak:.3g} TFLOPS", line=w.stop_line, expected=f"<= {peak:.3g} TFLOPS",
+                         seen=f"{tflops:.3g} TFLOPS")

@@ -1,0 +1,161 @@
+"""Issue 30: forgeries of the committed resnet-mini example that only evidence catches (WORK-*, CONVERGE-*).
+
+Each test rebuilds one forgery from the committed example (tests/forge.py), keeps every summary the
+forger can recompute consistent, and asserts exit 1 with the finding that names the forgery.
+"""
+from __future__ import annotations
+
+import shutil
+import struct
+
+import forge
+import pytest
+
+from trainmark.rules import convergence
+
+RESNET = "resnet-mini"
+
+
+@pytest.fixture
+def ex(tmp_path):
+    return forge.example(tmp_path)
+
+
+def _errors(root, capsys, *extra):
+    rc, report = forge.check(root, capsys, *extra)
+    return rc, forge.error_codes(report), report
+
+
+def test_the_untouched_example_passes_without_work_findings(ex, capsys):
+    rc, errors, report = _errors(ex, capsys)
+    assert rc == 0 and not errors
+    assert not [f for f in report["findings"] if f["rule"].startswith("WORK-")]
+
+
+def test_evaluation_windows_that_swallow_training_are_work_001(ex, capsys):
+    """Forgery 1: epoch_stop and eval_start moved to the middle of each epoch; summaries recomputed."""
+    bench = forge.bench_dir(ex)
+    for k in range(1, 6):
+        def move(records):
+            middle = None
+            for r in records:  # epoch_stop, the telemetry record after it and eval_start: mid-epoch
+                if r["key"] == "epoch_start":
+                    start = r["time_ms"]
+                elif r["key"] == "epoch_stop":
+                    middle = (start + r["time_ms"]) // 2
+                    r["time_ms"] = middle
+                elif r["key"] in ("trainmark_telemetry", "eval_start"):
+                    r["time_ms"] = middle
+        forge.edit_records(bench / f"result_{k}.txt", move)
+        forge.resummarize(bench, k)
+    rc, errors, report = _errors(ex, capsys)
+    assert rc == 1 and "WORK-001" in errors
+    score = report["benchmarks"][0]["score"]
+    assert score["mean_train_time_s"] < 70  # the forgery halved the score: exactly what WORK-001 refuses
+
+
+def test_one_epoch_cut_short_is_work_003(ex, capsys):
+    bench = forge.bench_dir(ex)
+
+    def cut(records):
+        start = forge.record(records, "epoch_start", 3)["time_ms"]
+        stop = forge.record(records, "epoch_stop", 3)
+        shift = (stop["time_ms"] - start) * 2 // 3
+        for r in records[records.index(stop):]:
+            r["time_ms"] -= shift
+    forge.edit_records(bench / "result_2.txt", cut)
+    forge.resummarize(bench, 2)
+    rc, errors, _ = _errors(ex, capsys)
+    assert rc == 1 and "WORK-003" in errors
+
+
+def test_epochs_faster_than_the_peak_are_work_002(ex, capsys):
+    """Every window of trial 3 scaled to a fifth: 0.26 TFLOPS on a system whose peak is 0.157."""
+    bench = forge.bench_dir(ex)
+
+    def scale(records):
+        t0 = forge.record(records, "run_start")["time_ms"]
+        for r in records:
+            if r["time_ms"] > t0:
+                r["time_ms"] = t0 + (r["time_ms"] - t0) // 5
+    forge.edit_records(bench / "result_3.txt", scale)
+    forge.resummarize(bench, 3)
+    rc, errors, _ = _errors(ex, capsys)
+    assert rc == 1 and "WORK-002" in errors
+
+
+def test_a_clone_of_another_trial_is_work_004(ex, capsys):
+    """Forgery 4: trial 5 replaced by trial 4 shifted in time, under another seed."""
+    bench = forge.bench_dir(ex)
+    shutil.rmtree(bench / "trial_5")
+    shutil.copytree(bench / "trial_4", bench / "trial_5")
+    records = forge.read_records(bench / "result_4.txt")
+    shift = 600_000
+    for r in records:
+        r["time_ms"] += shift
+        if r["key"] == "seed":
+            r["value"] = 2099
+        if r["key"] == "trainmark_trial":
+            r["value"] = 5
+    forge.write_records(bench / "result_5.txt", records)
+    forge.edit_json(bench / "trial_5" / "trial.json", lambda d: d.update(seed=2099, trial=5))
+    rc, errors, report = _errors(ex, capsys)
+    assert rc == 1 and "WORK-004" in errors
+    messages = [f["message"] for f in report["findings"] if f["rule"] == "WORK-004"]
+    assert any("byte for byte" in m for m in messages) and any("same metric" in m for m in messages)
+
+
+def test_zeroed_weights_are_work_005(ex, capsys):
+    """Forgery 5: every tensor zeroed, the header kept."""
+    bench = forge.bench_dir(ex)
+    for k in range(1, 6):
+        path = bench / f"trial_{k}" / "model.safetensors"
+        data = bytearray(path.read_bytes())
+        start = 8 + struct.unpack("<Q", data[:8])[0]
+        data[start:] = bytes(len(data) - start)
+        path.write_bytes(bytes(data))
+    rc, errors, _ = _errors(ex, capsys)
+    assert rc == 1 and "WORK-005" in errors
+
+
+def test_a_batch_size_the_rules_never_measured_is_converge_003(ex, capsys):
+    """Forgery 2: global_batch_size 512 logged everywhere (outside every calibrated batch size)."""
+    bench = forge.bench_dir(ex)
+    for k in range(1, 6):
+        forge.edit_records(bench / f"result_{k}.txt",
+                           lambda rs: forge.record(rs, "global_batch_size").update(value=512))
+        forge.edit_json(bench / f"trial_{k}" / "trial.json", lambda d: d["hparams"].update(global_batch_size=512))
+    rc, errors, _ = _errors(ex, capsys)
+    assert rc == 1 and "CONVERGE-003" in errors
+
+
+def test_between_calibrated_batch_sizes_the_reference_is_interpolated():
+    points = [{"global_batch_size": 128, "epochs_to_target": [4] * 10},
+              {"global_batch_size": 256, "epochs_to_target": [6] * 9 + [7]}]
+    verdict = convergence.check(points, 192, [5, 5, 5, 5, 5])
+    assert verdict.reference is not None and verdict.reference.between == (128, 256)
+    assert 4 < verdict.reference.mean < 6
+    assert convergence.check(points, 512, [5] * 5).ok is None
+    assert convergence.check(points, 192, [2] * 5).ok is False
+
+
+def test_the_curve_band_between_batch_sizes_is_the_envelope_of_both(tmp_path):
+    import yaml
+
+    from trainmark.rules import get_rules
+    from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT
+
+    rules_copy = tmp_path / "rules"
+    shutil.copytree(RULES_ROOT / LATEST_VERSION, rules_copy / LATEST_VERSION)
+    path = rules_copy / LATEST_VERSION / f"{RESNET}.yaml"
+    data = yaml.safe_load(path.read_text())
+    band = next(b for b in data["curve_band"]["bands"] if b["implementation"] == RESNET)
+    data["curve_band"]["bands"].append({**band, "global_batch_size": 512,
+                                        "epochs": [[e, lo - 0.1, hi - 0.05] for e, lo, hi in band["epochs"]]})
+    path.write_text(yaml.safe_dump(data))
+    rules = get_rules(RESNET, rules_root=rules_copy)
+    at_384 = convergence.band_for(rules, 384, "fp32", "pytorch")
+    lo, hi = dict((e, (a, b)) for e, a, b in band["epochs"])[1]
+    assert at_384[1] == pytest.approx((lo - 0.1, hi))
+    assert convergence.band_for(rules, 1024, "fp32", "pytorch") == {}
+    assert convergence.band_for(rules, [256], "fp32", "pytorch") == {}
