@@ -415,6 +415,18 @@ ENERGY_002 = _code(
 ENERGY_003 = _code(
     "ENERGY-003", WARNING, "an energy domain stopped being measured during the run (its energy is null)",
     "see the harness's reason (trial.json energy_domains); fix the meter (driver, permissions, BMC) and rerun")
+ENERGY_004 = _code(
+    "ENERGY-004", ERROR,
+    "a trial's energy figures disagree (the meter readings, a window's logged energy, trainmark_trial_result, "
+    "trial.json) beyond the meter's resolution",
+    "never edit an energy figure: every one is computed from the same cumulative meter readings")
+ENERGY_005 = _code(
+    "ENERGY-005", ERROR, "a cumulative energy reading goes back in time (the total or a domain)",
+    "log trainmark_energy_j and trainmark_energy_domains_j as the meter read them: they only grow")
+ENERGY_006 = _code(
+    "ENERGY-006", ERROR,
+    "the power in telemetry.csv, integrated over the run or its timed windows, disagrees with the logged energy",
+    "submit the telemetry.csv and the logs of the same trial, unedited (tolerance: docs/energy.md)")
 # Telemetry
 TELEMETRY_001 = _code(
     "TELEMETRY-001", WARNING, "the accelerator was power- or thermally throttled during a timed window",
@@ -427,6 +439,18 @@ TELEMETRY_003 = _code(
     "TELEMETRY-003", ERROR,
     "trial_<k>/telemetry.csv is not the harness's CSV (header time_ms,..., numbers or empty cells)",
     "copy the telemetry.csv the harness wrote, unchanged (format: docs/energy.md)")
+TELEMETRY_004 = _code(
+    "TELEMETRY-004", ERROR, "a trial of result format 2 or later has no trial_<k>/telemetry.csv",
+    "run with telemetry on (--telemetry-hz 1 or more; 0 is for experiments, not results) and submit the file")
+TELEMETRY_005 = _code(
+    "TELEMETRY-005", ERROR,
+    "the telemetry timeline contradicts the windows: the run worked harder in its evaluations than in training",
+    "submit the logs and telemetry.csv of the same trial, unedited (the bound: docs/energy.md)")
+TELEMETRY_006 = _code(
+    "TELEMETRY-006", ERROR,
+    "the telemetry rows do not span the run as the sampler writes them (start, end, or more rows than its period "
+    "allows)",
+    "submit the telemetry.csv of the same trial, unedited: its rows run from before run_start to run_stop")
 # MLPerf Training result folders
 MLPERF_001 = _code(
     "MLPERF-001", WARNING, "an MLPerf result file fails MLPerf's compliance rules (run dropped)",
@@ -443,6 +467,25 @@ MLPERF_004 = _code(
 MLPERF_005 = _code(
     "MLPERF-005", WARNING, "scaling.json is not a JSON object with a positive scaling_factor (ignored)",
     "scaling.json is written by MLPerf's review: {\"scaling_factor\": <number>}")
+MLPERF_006 = _code(
+    "MLPERF-006", ERROR, "an MLPerf benchmark folder that is not part of the ruleset in force",
+    "check the round's folders with that round's ruleset (--mlperf-ruleset X.Y.Z, or a path naming the round)")
+# The weights re-evaluated (trainmark check --reevaluate, issue 30)
+REEVAL_001 = _code(
+    "REEVAL-001", ERROR, "a trial's saved weights, re-evaluated, do not give its logged final metric "
+    "(beyond the tolerance its rules state)",
+    "submit each trial's model.safetensors as the harness wrote it after the trial's last evaluation")
+REEVAL_002 = _code(
+    "REEVAL-002", ERROR, "a trial logged as converged whose saved weights, re-evaluated, miss the quality target",
+    "submit the weights that reached the target, or report the trial as not converged")
+REEVAL_003 = _code(
+    "REEVAL-003", WARNING, "an open-division trial's model is not the reference: it cannot be re-evaluated",
+    "nothing to fix: --reevaluate runs only the models the rules name, never a submission's code; a "
+    "reviewer re-evaluates the recorded model code by hand")
+REEVAL_004 = _code(
+    "REEVAL-004", ERROR, "a trial's weights cannot be re-evaluated: missing, unreadable, or not the tensors "
+    "of the model the rules name",
+    "submit each trial's model.safetensors as the harness wrote it (the reference model's tensors)")
 # The checker itself
 CHECKER_001 = _code(
     "CHECKER-001", ERROR, "the checker itself failed on this folder (a bug in trainmark)",
