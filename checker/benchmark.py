@@ -140,6 +140,7 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
 
     records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
     ranks.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
+    mllog_check.check_interrupted_attempts(records, tree, folder.rel, findings)  # TRIAL-004
     _check_text_log(folder, tree, has_epochs_log, rules, records, findings)
     ordered = [records[k] for k in sorted(records)]
     trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
@@ -235,6 +236,7 @@ def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list
         mllog_check.check_trial_number(record, findings)
         mllog_check.check_folder_names(record, names, findings)
         mllog_check.check_summary(record, findings)
+        mllog_check.check_format_version(record, rules.version, findings)
         trials_check.check_hyperparameters(record, rules, division, findings)
         records[k] = record
     return records

@@ -6,6 +6,7 @@ MLPerf's place for it: ``<division>/<submitter>/benchmarks/<benchmark>/implement
     implementation.json   what ran: benchmark, rules version, division, system, model, files by role
     code/...              the reference modules and the rule file used (trainmark.rules.reference_code)
     model/...             open division with --model: the source of MODULE (the file, or the package's .py files)
+                          and of every module of the user's own tree that importing it loaded
     environment.json      every installed distribution and version, Python, CUDA, cuDNN, driver
     command.json          the process's exact command line and the resolved run options
     MANIFEST.sha256       SHA-256 of every other file, ``sha256sum -c`` format
@@ -16,6 +17,7 @@ the old record or the new one, never half of one. ``trainmark check`` verifies i
 """
 from __future__ import annotations
 
+import importlib
 import json
 import platform
 import shutil
@@ -42,8 +44,43 @@ def record_dir(submitter_root: Path, benchmark: str, system: str) -> Path:
     return Path(submitter_root).joinpath(*layout.record_parts(benchmark, system))
 
 
+_IMPORTED: dict[str, dict[str, Path]] = {}  # --model module -> record path -> file of its import closure
+
+
+def import_model_module(module_name: str):
+    """Import the ``--model`` module and remember its import closure: every module of the user's own tree
+    that the import loaded (sys.modules before and after), not site-packages, the standard library or trainmark.
+    The run finds it, not a pattern over the source, so a sibling module imported any way is recorded."""
+    before = set(sys.modules)
+    module = importlib.import_module(module_name)
+    if module_name not in before or module_name not in _IMPORTED:
+        _IMPORTED[module_name] = _user_tree_files(module_name, set(sys.modules) - before)
+    return module
+
+
+def _user_tree_files(module_name: str, loaded: set[str]) -> dict[str, Path]:
+    """Record path -> source file of each module in ``loaded`` that lies in the tree ``module_name`` came from."""
+    origin = Path(getattr(sys.modules.get(module_name), "__file__", "") or "")
+    if origin.suffix != ".py":
+        return {}
+    origin = origin.resolve()
+    root = origin.parents[module_name.count(".") + (origin.name == "__init__.py")]
+    own = root / module_name.split(".")[0]  # the module's top-level package (or own file, without .py)
+    files = {}
+    for name in sorted(loaded | {module_name}):
+        path = Path(getattr(sys.modules.get(name), "__file__", "") or "")
+        if name.split(".")[0] == "trainmark" or path.suffix != ".py" or not path.is_file():
+            continue
+        path = path.resolve()
+        installed = {"site-packages", "dist-packages"} & set(path.parts)
+        if path.is_relative_to(root) and not (installed and not path.with_suffix("").is_relative_to(own)):
+            files[f"{layout.MODEL_DIR}/{path.relative_to(root).as_posix()}"] = path
+    return files
+
+
 def model_sources(spec: str) -> dict[str, Path]:
-    """Record path -> file of the module behind ``--model MODULE:CALLABLE`` (already imported by the run)."""
+    """Record path -> file of the module behind ``--model MODULE:CALLABLE`` (already imported by the run) and of
+    the modules of the user's tree its import loaded (``import_model_module``)."""
     module_name = spec.partition(":")[0]
     module = sys.modules.get(module_name)
     origin = Path(getattr(module, "__file__", "") or "")
@@ -51,13 +88,17 @@ def model_sources(spec: str) -> dict[str, Path]:
         raise UserError(f"--model {spec}: the source of {module_name} cannot be found to record it "
                         "(the open division submits the model's source)")
     stem = module_name.replace(".", "/")
+    closure = _IMPORTED.get(module_name, {})
     if origin.name != "__init__.py":
-        return {f"{layout.MODEL_DIR}/{stem}.py": origin}
-    files = sorted(p for p in origin.parent.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts)
-    if len(files) > MAX_MODEL_FILES or sum(p.stat().st_size for p in files) > MAX_MODEL_BYTES:
-        raise UserError(f"--model {spec}: package {origin.parent} holds more than {MAX_MODEL_FILES} files or "
-                        f"{MAX_MODEL_BYTES >> 20} MiB of source; point --model at a smaller module")
-    return {f"{layout.MODEL_DIR}/{stem}/{p.relative_to(origin.parent).as_posix()}": p for p in files}
+        found = {f"{layout.MODEL_DIR}/{stem}.py": origin}
+    else:
+        package = sorted(p for p in origin.parent.rglob("*.py") if p.is_file() and "__pycache__" not in p.parts)
+        found = {f"{layout.MODEL_DIR}/{stem}/{p.relative_to(origin.parent).as_posix()}": p for p in package}
+    found = {**closure, **found}
+    if len(found) > MAX_MODEL_FILES or sum(p.stat().st_size for p in found.values()) > MAX_MODEL_BYTES:
+        raise UserError(f"--model {spec}: its source and the modules it imports hold more than {MAX_MODEL_FILES} "
+                        f"files or {MAX_MODEL_BYTES >> 20} MiB; point --model at a smaller module")
+    return found
 
 
 def environment() -> dict[str, Any]:

@@ -7,7 +7,6 @@ unfinished or interrupted trial under ``interrupted/`` and carries on after the 
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import secrets
@@ -97,12 +96,31 @@ def load_custom_model(spec: str) -> Callable[[], Any]:
         raise UserError(f"--model {spec!r}: expected MODULE:CALLABLE, e.g. mymodels.small:build")
     sys.path.insert(0, os.getcwd())
     try:
-        fn = getattr(importlib.import_module(module_name), attr)
+        fn = getattr(implementation.import_model_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise UserError(f"--model {spec}: cannot load: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the module's own error on import: one line, nothing written yet
+        raise UserError(f"--model {spec}: importing it failed: {type(exc).__name__}: {exc}") from None
     if not callable(fn):
         raise UserError(f"--model {spec}: {attr} is not callable")
     return fn
+
+
+def _kind(value: Any) -> str:
+    """The kind of value a hyperparameter holds: a flag, a number or a name (anything else: other)."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string" if isinstance(value, str) else "other"
+
+
+def wrong_kinds(hp: dict[str, Any], defaults: dict[str, Any]) -> list[str]:
+    """Hyperparameters whose value is not of the kind of the rules' default: a learning rate 'abc' is refused
+    here, in one line, in either division, not as a traceback in the first trial."""
+    return [f"{key}={value!r}: must be {_kind(defaults[key])} (the default is {defaults[key]!r})"
+            for key, value in sorted(hp.items())
+            if key in defaults and _kind(defaults[key]) != "other" and _kind(value) != _kind(defaults[key])]
 
 
 def resolve_hparams(rules, opts: RunOptions) -> dict[str, Any]:
@@ -110,7 +128,7 @@ def resolve_hparams(rules, opts: RunOptions) -> dict[str, Any]:
     hp.update(opts.hparams)
     if opts.batch_size is not None:
         hp["global_batch_size"] = opts.batch_size
-    problems = rules.violations(hp, opts.division)
+    problems = wrong_kinds(hp, rules.defaults()) or rules.violations(hp, opts.division)
     if problems:
         raise UserError(f"hyperparameters not allowed by rules {rules.version} ({rules.path.name}): "
                         + "; ".join(problems))
@@ -205,6 +223,24 @@ def archive_attempt(bench_dir: Path, k: int) -> Path | None:
     return dest
 
 
+def interrupted_attempts(bench_dir: Path, k: int) -> list[dict[str, Any]]:
+    """The archived attempts of trial ``k`` (``interrupted/trial_<k>-<time>/``), oldest first: their folder, seed,
+    status and epochs, which trial ``k``'s MLLOG names so that no started trial goes unseen (checker: TRIAL-004)."""
+    folder = bench_dir / layout.INTERRUPTED_DIR
+    prefix = f"{layout.trial_dir(k)}-"
+    found = sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith(prefix)) if folder.is_dir() else []
+    attempts = []
+    for path in found:
+        summary = read_trial_json(path, k) or {}
+        seed = summary.get("seed")
+        if seed is None and (path / layout.result_file(k)).is_file():
+            seed = mllog.first_value(mllog.read(path / layout.result_file(k)), mllog.SEED)
+        attempts.append({"folder": path.name, "seed": seed if type(seed) is int else None,
+                         "status": summary.get("status") or "unfinished (no trial.json: the process was killed)",
+                         "epochs": summary.get("epochs") if type(summary.get("epochs")) is int else None})
+    return attempts
+
+
 def leftover_trials(bench_dir: Path, start_at: int) -> list[int]:
     """Trial numbers >= ``start_at`` that left files behind (to be archived, not overwritten)."""
     pattern = layout.ANY_TRIAL_NAME  # any number, unlike RESULT_FILE and TRIAL_DIR: leave nothing behind
@@ -220,6 +256,17 @@ def _trial_of(line: str) -> int | None:
         return epochlog.parse_line(line).trial
     except ValueError:
         return None
+
+
+def refuse_non_module(build_model: Callable[[], Any], spec: str) -> None:
+    """``--model`` must build a torch.nn.Module: say so in one line before any folder is written. A builder that
+    raises is left to the trial, which records the crash with its traceback (never dropped)."""
+    try:
+        built = runtime.built_type(build_model)
+    except Exception:  # noqa: BLE001 - the model's own error, recorded by the trial that runs it
+        return
+    if built is not None:
+        raise UserError(f"--model {spec}: returned {built}, not a torch.nn.Module")
 
 
 def check_batch_norm_batch(build_model: Callable, local_batch: int, name: str) -> None:
@@ -313,6 +360,8 @@ def prepare(opts: RunOptions) -> Prepared:
     hp = resolve_hparams(rules, opts)
     ref = registry.for_rules(rules)
     build_model = load_custom_model(opts.model) if opts.model else ref.build_model
+    if opts.model:
+        refuse_non_module(build_model, opts.model)
     trials = opts.trials or rules.trials
     if trials < 1:
         raise UserError("--trials must be at least 1")
@@ -410,7 +459,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     ceiling = (prep.sysdesc.get("measured_ceilings") or {}).get("tflops", {}).get(dtype_used.removeprefix("amp-"))
     peak_dtype, peak_tflops = (device_peak.peak_for_precision(dtype_used, device.type)
                                if device_peak else (None, None))
-    meta_common = {"format_version": RESULT_FORMAT_VERSION, "benchmark": rules.name,
+    meta_common = {"format_version": RESULT_FORMAT_VERSION, "framework": opts.framework, "benchmark": rules.name,
                    "rules_version": rules.version, "division": opts.division, "submitter": opts.submitter,
                    "system_name": prep.sysdesc["system_name"], "device": str(device), "precision": opts.precision,
                    "hparams": prep.hp, "model": opts.model or rules.reference_model["id"], "world_size": dist.world,
@@ -426,7 +475,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 hparams=prep.hp, max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs),
                 eval_every=rules.evaluation["every_epochs"],
                 target_reached=(lambda _v: False) if opts.full_curves else rules.reached,
-                metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling)
+                metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling,
+                interrupted_attempts=interrupted_attempts(bench_dir, k) if dist.is_main else [])
             result = run_one_trial(prep, cfg, data, meter, progress, {**meta_common, "trial": k, "seed": cfg.seed})
             results.append(result)
             if dist.world > 1 and result.status == TrialStatus.CRASHED.value:

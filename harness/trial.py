@@ -14,6 +14,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from trainmark import RESULT_FORMAT_VERSION
 from trainmark.format import epochlog, mllog
 from trainmark.format.labels import TrialStatus, run_stop_status
 from trainmark.harness.frameworks.backend import Backend, Trainer
@@ -41,6 +42,7 @@ class TrialConfig:
     metric_name: str
     peak_tflops: float | None = None    # the device's peak for this precision (datasheet or derived)
     ceiling_tflops: float | None = None  # the measured ceiling for this precision (`trainmark ops`)
+    interrupted_attempts: list[dict] = field(default_factory=list)  # earlier attempts of this trial (--resume)
 
 
 @dataclass
@@ -235,7 +237,9 @@ def _settings(cfg: TrialConfig, ref, data, trainer: Trainer, res: TrialResult, m
     accumulation = () if "gradient_accumulation_steps" in hp else ((mllog.GRADIENT_ACCUMULATION_STEPS, 1),)
     return [(mllog.SEED, cfg.seed), *hp.items(), *accumulation,
             (mllog.TRAIN_SAMPLES, ref.train_samples(data)), (mllog.EVAL_SAMPLES, ref.eval_samples(data)),
-            (mllog.FRAMEWORK, framework), (mllog.PRECISION, res.precision_used),
+            (mllog.FRAMEWORK, framework), (mllog.FORMAT_VERSION, RESULT_FORMAT_VERSION),
+            *([(mllog.INTERRUPTED_ATTEMPTS, cfg.interrupted_attempts)] if cfg.interrupted_attempts else []),
+            (mllog.PRECISION, res.precision_used),
             (mllog.MODEL_FINGERPRINT, trainer.structure["fingerprint"]),
             (mllog.PARAMETER_COUNT, trainer.structure["parameter_count"]),
             (mllog.FLOPS_PER_STEP, res.flops_per_step), (mllog.ENERGY_METHOD, res.energy_method),

@@ -74,7 +74,8 @@ def write_trial_log(path: Path, k: int, plan: TrialPlan, rules, *, division: str
                       (mllog.MODEL_FINGERPRINT, structure_desc["fingerprint"]),
                       (mllog.PARAMETER_COUNT, structure_desc["parameter_count"]),
                       (mllog.FLOPS_PER_STEP, 123456789), (mllog.ENERGY_METHOD, method),
-                      *([(mllog.FRAMEWORK, plan.framework)] if plan.framework else [])], t)
+                      *([(mllog.FRAMEWORK, plan.framework)] if plan.framework else []),
+                      (mllog.FORMAT_VERSION, 1)], t)  # as trial.json's format_version
         t += 2000
         log.boundary(mllog.INIT_STOP, t, metered=False)
         t += 100
@@ -161,6 +162,18 @@ def system_description(system: str, submitter: str, division: str) -> dict[str, 
             "framework": "PyTorch", "operating_system": "Linux", "trainmark_version": "0.1.0"}
 
 
+def write_code_record(sub: Path, rules, system: str, division: str, framework: str) -> None:
+    """The implementation record, as ``trainmark run`` writes it, where the rules ship code hashes (the checker
+    then requires it, CODE-013); rules without them (test copies) get none, as folders of format 1 had none."""
+    from trainmark.harness import code_record
+    from trainmark.rules import reference_code
+
+    if reference_code.hash_file(rules.version, rules.path.parent.parent).is_file() and \
+            not reference_code.frozen(rules.version, rules.path.parent.parent):
+        code_record.write_record(sub, rules, system, division, None, {"framework": framework,
+                                                                       "rules_dir": rules.path.parent.parent})
+
+
 def write_submission(root: Path, rules, model, *, division: str = "closed", submitter: str = "acme",
                      systems: tuple[str, ...] = ("sys1",), plans: list[TrialPlan] | None = None) -> Path:
     """``root/<division>/<submitter>/`` with one system description and benchmark folder per system."""
@@ -170,9 +183,10 @@ def write_submission(root: Path, rules, model, *, division: str = "closed", subm
     for i, system in enumerate(systems):
         (sub / layout.SYSTEMS_DIR / layout.system_file(system)).write_text(
             json.dumps(system_description(system, submitter, division), indent=2) + "\n", encoding="utf-8")
-        write_benchmark_folder(sub / layout.RESULTS_DIR / system / rules.name, rules, model, division=division,
-                               submitter=submitter, system=system, plans=plans, structure_desc=desc,
-                               start_s=START_S + 86400 * i)
+        written = write_benchmark_folder(sub / layout.RESULTS_DIR / system / rules.name, rules, model,
+                                         division=division, submitter=submitter, system=system, plans=plans,
+                                         structure_desc=desc, start_s=START_S + 86400 * i)
+        write_code_record(sub, rules, system, division, (written[0].framework if written else None) or "pytorch")
     return sub
 
 

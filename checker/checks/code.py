@@ -5,8 +5,10 @@ is ``<submitter>/benchmarks/<benchmark>/implementations/<system>/``
 (``trainmark.harness.code_record`` writes it; docs/result-format.md). What is checked:
 
 - the record exists (``CODE-001``) when the results are of result format 2 or later
-  (``format_version`` in ``trial_<k>/trial.json``); folders of format 1 were written before
-  records existed and get a note saying their code is not verified;
+  (``format_version`` in ``trial_<k>/trial.json`` or ``trainmark_format_version`` in the MLLOG), and
+  whatever format they claim when their rules version's release carries code hashes (``CODE-013``):
+  the record cannot be declined by writing format 1 into trial.json; only folders of format 1 under
+  a rules version without released hashes get a note saying their code is not verified;
 - ``MANIFEST.sha256`` is well formed (``CODE-002``), every file it lists exists (``CODE-003``)
   with that SHA-256 (``CODE-004``), and every file of the record is listed (``CODE-005``);
 - ``implementation.json``, ``environment.json`` and ``command.json`` are there and well formed
@@ -14,7 +16,9 @@ is ``<submitter>/benchmarks/<benchmark>/implementations/<system>/``
 - closed division: the files under ``code/`` are exactly the released reference of the rules
   version, byte for byte, by the hashes shipped in ``rules/<version>/reference-code.json``
   (``CODE-007``; no hashes for that version: ``CODE-008``);
-- open division with ``--model``: the model's source is there (``CODE-009``).
+- open division with ``--model``: the model's source is there (``CODE-009``);
+- the record's framework is one the release knows (``CODE-011``) and the one the MLLOG logs
+  (``CODE-012``): another framework's code cannot stand in for the code that ran.
 
 Files are read through ``SafeTree`` (no links followed, sizes capped) and only hashed or parsed
 as JSON: nothing in a record is imported or run.
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trainmark.checker.read.levels import safe_entries
-from trainmark.checker.read.safefs import JSON_CAP, MiB, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, MiB, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.verdict.codes import (
     CHECKER_001,
     CODE_001,
@@ -42,11 +46,15 @@ from trainmark.checker.verdict.codes import (
     CODE_008,
     CODE_009,
     CODE_010,
+    CODE_011,
+    CODE_012,
+    CODE_013,
     HOSTILE_006,
     HOSTILE_007,
 )
 from trainmark.checker.verdict.findings import Findings
-from trainmark.format import layout
+from trainmark.format import layout, mllog
+from trainmark.format.mllog_read import read_records
 from trainmark.rules.reference_code import released_key
 
 IMPLEMENTATION_FORMAT = layout.IMPLEMENTATION_FORMAT
@@ -112,6 +120,32 @@ def check_code(benchmarks: list, tree: SafeTree, rules_root: Path, findings: Fin
     if outside:
         notes.append("code not verified: the implementation record lies in <submitter>/benchmarks/, outside the "
                      "checked folder; check the submitter folder (or above) to verify it")
+
+
+class _Logged:
+    """What the benchmark's MLLOG files say about the code: the frameworks and result format versions logged."""
+
+    def __init__(self, tree: SafeTree, bench_rel: str):
+        self.frameworks: set[str] = set()
+        self.format_version = 1
+        try:
+            entries = tree.list_dir(bench_rel)
+        except (Missing, UnsafeEntry):
+            return
+        for e in entries:
+            if e.kind == "file" and (m := layout.RESULT_FILE.fullmatch(e.name)) and m[1] != "0":
+                self._read(tree, posixpath.join(bench_rel, e.name))
+
+    def _read(self, tree: SafeTree, rel: str) -> None:
+        try:
+            events = read_records(tree.read_bytes(rel, LOG_CAP), strict=False)
+        except (Missing, UnsafeEntry):
+            return  # the benchmark checks report the file
+        framework = mllog.first_value(events, mllog.FRAMEWORK, "pytorch")  # absent: pytorch, the first one
+        self.frameworks.add(framework if isinstance(framework, str) else repr(framework))
+        version = mllog.first_value(events, mllog.FORMAT_VERSION)
+        if type(version) is int and version > self.format_version:
+            self.format_version = version
 
 
 def _format_version(tree: SafeTree, bench_rel: str) -> int:
@@ -221,7 +255,8 @@ def _load_json(files: dict[str, bytes], name: str, rel: str, required: dict[str,
 
 
 def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: Findings, legacy: list[str]) -> None:
-    if not _record_present(result, rel, tree, findings, legacy):
+    logged = _Logged(tree, result.path)
+    if not _record_present(result, rel, tree, released, logged, findings, legacy):
         return
     files = _walk(tree, rel, findings)
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
@@ -232,18 +267,26 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
     _load_json(files, layout.ENVIRONMENT_JSON, rel, {"python": (str,), "distributions": (dict,)}, findings)
     _load_json(files, layout.COMMAND_JSON, rel, {"argv": (list,)}, findings)
     if info is not None:
-        _check_implementation(result, rel, info, files, digests, released, findings)
+        _check_implementation(result, rel, info, files, digests, released, logged, findings)
 
 
-def _record_present(result, rel: str, tree: SafeTree, findings: Findings, legacy: list[str]) -> bool:
-    """Whether the implementation record is there to check (CODE-001 when a format-2 folder lacks it)."""
+def _record_present(result, rel: str, tree: SafeTree, released: _Released, logged: _Logged, findings: Findings,
+                    legacy: list[str]) -> bool:
+    """Whether the implementation record is there to check (CODE-001 when a format-2 folder lacks it, CODE-013
+    when its rules version's release carries code hashes: a format-1 claim does not excuse it)."""
     try:
         tree.list_dir(rel)
     except Missing:
-        if _format_version(tree, result.path) >= 2:
+        hashed = isinstance(released.get(result.rules_version), dict) if result.rules_version else False
+        if max(_format_version(tree, result.path), logged.format_version) >= 2:
             findings.add(CODE_001, rel, f"{rel} is missing: the results of {result.path} come without the code "
                          "that produced them", expected="the implementation record trainmark run writes",
                          seen="missing")
+        elif hashed:
+            findings.add(CODE_013, rel, f"{rel} is missing: rules {result.rules_version} ship the hashes of their "
+                         f"released code, so its results must come with the code that produced them, whatever "
+                         "format version trial.json claims", expected="the implementation record trainmark run "
+                         "writes", seen="missing")
         else:
             legacy.append(result.path)
         return False
@@ -280,7 +323,7 @@ def _check_manifest(files: dict[str, bytes], digests: dict[str, str], rel: str, 
 
 
 def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes], digests: dict[str, str],
-                          released: _Released, findings: Findings) -> None:
+                          released: _Released, logged: _Logged, findings: Findings) -> None:
     """The implementation record against the results and, closed, the released reference (CODE-006..010)."""
     info_rel = posixpath.join(rel, layout.IMPLEMENTATION_JSON)
     if info["format"] != IMPLEMENTATION_FORMAT:
@@ -292,13 +335,34 @@ def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes],
             findings.add(CODE_010, info_rel, f"{info_rel} names {key} {info[key]!r}, the results {want!r}",
                          expected=want, seen=info[key])
     division = result.division or info["division"]
+    framework = _check_framework(result, info_rel, info.get("framework", "pytorch"), released, logged, findings)
     if division == "closed":
-        _check_released(result, rel, digests, released, findings, info.get("framework", "pytorch"))
+        _check_released(result, rel, digests, released, findings, framework)
     model = info.get("model")
     if division == "open" and isinstance(model, str) and model:
         if not any(path.startswith(f"{layout.MODEL_DIR}/") and path.endswith(".py") for path in files):
             findings.add(CODE_009, posixpath.join(rel, layout.MODEL_DIR), f"open division with --model {model}: "
                          f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
+
+
+def _check_framework(result, info_rel: str, framework: object, released: _Released, logged: _Logged,
+                     findings: Findings) -> object:
+    """The record's framework against the release (CODE-011) and the MLLOG (CODE-012); returns the framework
+    whose released code the record's code/ must be: the logged one where the record names an unknown one."""
+    table = released.get(result.rules_version) if result.rules_version else None
+    known = {"pytorch"} | {key.partition("@")[2] for key in table["benchmarks"] if "@" in key} \
+        if isinstance(table, dict) else None
+    if known is not None and framework not in known:
+        findings.add(CODE_011, info_rel, f"{info_rel} names framework {framework!r}, which the released code of "
+                     f"rules {result.rules_version} does not know", expected=" or ".join(sorted(known)),
+                     seen=framework)
+    if logged.frameworks and logged.frameworks != {framework}:
+        findings.add(CODE_012, info_rel, f"{info_rel} names framework {framework!r}, the results' MLLOG "
+                     f"{', '.join(sorted(logged.frameworks))}: the record is not the code that ran",
+                     expected=" and ".join(sorted(logged.frameworks)), seen=framework)
+    if known is not None and framework not in known and len(logged.frameworks) == 1:
+        return next(iter(logged.frameworks))
+    return framework
 
 
 def _check_released(result, rel: str, digests: dict[str, str], released: _Released, findings: Findings,

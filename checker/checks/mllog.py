@@ -7,9 +7,12 @@ folder names) or arithmetic over the whole file (time order, the logged summary)
 from __future__ import annotations
 
 import math
+import posixpath
 from typing import Any
 
+from trainmark import RESULT_FORMAT_VERSION
 from trainmark.checker.mlperf.engine import EngineResult
+from trainmark.checker.read.safefs import Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import (
     MLLOG_002,
@@ -20,7 +23,9 @@ from trainmark.checker.verdict.codes import (
     MLLOG_007,
     MLLOG_008,
     MLLOG_009,
+    MLLOG_013,
     SECURITY_001,
+    TRIAL_004,
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import layout, mllog
@@ -128,3 +133,63 @@ def _same_energy(logged: Any, value: float | None) -> bool:
     if value is None or logged is None:
         return value is None and logged is None
     return _close(logged, value, max(0.5, 1e-3 * abs(value)))
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    """``"1.10"`` -> (1, 10); a version that is not dotted numbers sorts after every numbered one."""
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        return (1 << 30,)
+
+
+def check_format_version(record: TrialRecord, rules_version: str, findings: Findings) -> None:
+    """The result format version is logged beside trial.json's (rules 1.1 on) and is one we read (MLLOG-013).
+
+    Logged, it cannot be declined by editing trial.json alone: trial_json compares the two."""
+    if mllog.FORMAT_VERSION not in record.points:
+        if _version_tuple(rules_version) >= _version_tuple(mllog.FORMAT_VERSION_SINCE_RULES):
+            findings.add(MLLOG_013, record.rel, f"{mllog.FORMAT_VERSION} is missing: results of rules "
+                         f"{rules_version} log their result format version", line=record.first_line,
+                         expected=f"an integer 1..{RESULT_FORMAT_VERSION}", seen="missing")
+        return
+    value = record.value(mllog.FORMAT_VERSION)
+    if type(value) is not int or not 1 <= value <= RESULT_FORMAT_VERSION:
+        findings.add(MLLOG_013, record.rel, f"{mllog.FORMAT_VERSION} is {value!r}, not a result format this "
+                     "checker knows", line=record.line_of(mllog.FORMAT_VERSION),
+                     expected=f"an integer 1..{RESULT_FORMAT_VERSION}", seen=value)
+
+
+def check_interrupted_attempts(records: dict[int, TrialRecord], tree: SafeTree, bench_rel: str,
+                               findings: Findings) -> None:
+    """Every interrupted attempt a trial's MLLOG names is still in ``interrupted/`` (TRIAL-004): a trial
+    restarted until it was fast enough leaves a trace a reviewer sees."""
+    for k, record in sorted(records.items()):
+        attempts = record.value(mllog.INTERRUPTED_ATTEMPTS)
+        if attempts is None and mllog.INTERRUPTED_ATTEMPTS not in record.points:
+            continue
+        line = record.line_of(mllog.INTERRUPTED_ATTEMPTS)
+        if not isinstance(attempts, list) or not all(isinstance(a, dict) for a in attempts):
+            findings.add(TRIAL_004, record.rel, f"{mllog.INTERRUPTED_ATTEMPTS} is not a list of attempts",
+                         line=line, expected="[{folder, seed, status}, ...]", seen=attempts)
+            continue
+        for attempt in attempts:
+            _check_attempt(attempt, k, tree, bench_rel, line, findings)
+
+
+def _check_attempt(attempt: dict, k: int, tree: SafeTree, bench_rel: str, line: int | None,
+                   findings: Findings) -> None:
+    name = attempt.get("folder")
+    valid = isinstance(name, str) and name.startswith(f"{layout.trial_dir(k)}-") and \
+        not layout.name_refusal(name, max_len=200)
+    where = posixpath.join(bench_rel, layout.INTERRUPTED_DIR, name) if valid else \
+        posixpath.join(bench_rel, layout.INTERRUPTED_DIR)
+    try:
+        present = valid and any(e.kind in ("file", "dir") for e in tree.list_dir(where))
+    except (Missing, UnsafeEntry):
+        present = False
+    if not present:
+        findings.add(TRIAL_004, where, f"trial {k}'s MLLOG names the interrupted attempt {name!r} (seed "
+                     f"{attempt.get('seed')!r}, {attempt.get('status')!r}), which is not in "
+                     f"{layout.INTERRUPTED_DIR}/: a started trial was removed", line=line,
+                     expected=f"{layout.INTERRUPTED_DIR}/{layout.trial_dir(k)}-<time>/ with its files", seen="missing")

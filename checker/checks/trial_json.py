@@ -52,6 +52,11 @@ def _disagreements(s: dict, r: TrialRecord, names: dict[str, str | None], rules:
             yield field, s.get(field), want
     if "precision_used" in s and s["precision_used"] != r.value(mllog.PRECISION):
         yield "precision_used", s["precision_used"], r.value(mllog.PRECISION)
+    if mllog.FORMAT_VERSION in r.points and s.get("format_version") != r.value(mllog.FORMAT_VERSION):
+        yield "format_version", s.get("format_version"), r.value(mllog.FORMAT_VERSION)  # code checks hinge on it
+    logged_framework = r.value(mllog.FRAMEWORK) if mllog.FRAMEWORK in r.points else "pytorch"
+    if "framework" in s and s["framework"] != logged_framework:
+        yield "framework", s["framework"], logged_framework
     if not _close(s["final_metric"], r.final_metric, 5.001e-5):
         yield "final_metric", s["final_metric"], r.final_metric
     for field in ("train_time_s", "total_time_s", "eval_time_s"):

@@ -115,6 +115,14 @@ def tf32_enabled() -> bool:
     return bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
 
 
+def built_type(build_model: Callable[[], Any]) -> str | None:
+    """None when ``build_model`` builds a torch.nn.Module (built on the meta device: no memory, no
+    initialisation time), else what it built, for a one-line error (``--model``)."""
+    with torch.device("meta"):
+        model = build_model()
+    return None if isinstance(model, torch.nn.Module) else f"a {type(model).__name__} ({model!r:.60})"
+
+
 def has_batch_norm(build_model: Callable[[], Any]) -> bool:
     """Whether the PyTorch model that ``build_model`` builds has a batch-norm layer (built on the meta
     device: no memory, no initialisation time)."""

@@ -44,6 +44,9 @@ ENERGY_METHOD, ENERGY_SCOPE = "trainmark_energy_method", "trainmark_energy_scope
 ENERGY_DOMAINS = "trainmark_energy_domains"
 TELEMETRY, TRIAL_RESULT = "trainmark_telemetry", "trainmark_trial_result"
 FRAMEWORK = "trainmark_framework"  # pytorch or tensorflow (absent: pytorch, the only one before rules 1.0's TF)
+FORMAT_VERSION = "trainmark_format_version"  # the result format version trial.json claims, logged beside it
+FORMAT_VERSION_SINCE_RULES = "1.1"  # rules versions from this one on require it (1.0's results predate the key)
+INTERRUPTED_ATTEMPTS = "trainmark_interrupted_attempts"  # earlier attempts of this trial, archived by --resume
 
 # Metadata fields.
 EPOCH_NUM, STATUS = c.EPOCH_NUM, "status"
