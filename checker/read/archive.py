@@ -8,8 +8,11 @@ cleared, sorted, gzip timestamp 0. ``SHA256SUMS`` beside it gets the archive's l
 Reading: a received archive is hostile. Every member is validated before anything is written
 (``ARCHIVE-*`` findings): no absolute path, no ``..``, no symbolic or hard link, no device,
 FIFO or other special member, no duplicate name, at most ``ArchiveLimits`` members, bytes per
-member and bytes in all (the declared sizes, which are also exactly what extraction writes).
-One finding refuses the whole archive: nothing is extracted. Otherwise it is extracted with
+member and bytes in all (the declared sizes, which are also exactly what extraction writes),
+and no member, nor the whole archive, expanding more than ``max_ratio`` times the compressed
+bytes it was read from (a decompression bomb: validation decompresses into memory only, so
+the ratio is measured before anything is written). One finding refuses the whole archive:
+nothing is extracted. Otherwise it is extracted with
 tarfile's ``data`` filter (where Python has it) into a fresh temporary folder, which is
 removed afterwards, also on Ctrl-C and SIGTERM.
 """
@@ -39,6 +42,7 @@ from trainmark.checker.verdict.codes import (
     ARCHIVE_005,
     ARCHIVE_006,
     ARCHIVE_007,
+    ARCHIVE_008,
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.digest import sha256_file
@@ -55,6 +59,8 @@ class ArchiveLimits:
     max_members: int = 100_000
     max_member_bytes: int = 4 * GiB
     max_total_bytes: int = 16 * GiB
+    max_ratio: float = 100.0         # logs compress about 10:1, weights barely; zeros about 1000:1
+    ratio_from_bytes: int = 1 << 20  # smaller members (and archives) are not judged: they cannot be bombs
 
 
 def is_archive_name(path: Path) -> bool:
@@ -145,48 +151,105 @@ def _update_sums(sums: Path, name: str, digest: str) -> None:
 
 
 # -- reading ------------------------------------------------------------------------------
-def validate_members(tar: tarfile.TarFile, limits: ArchiveLimits, findings: Findings, label: str
-                     ) -> list[tarfile.TarInfo]:
-    """Every member, checked; findings for each refused one. Stops at the member or byte limit."""
+def validate_members(tar: tarfile.TarFile, limits: ArchiveLimits, findings: Findings, label: str,
+                     compressed: Callable[[], int] | None = None) -> list[tarfile.TarInfo]:
+    """Every member, checked; findings for each refused one. Stops at the member, byte or ratio limit.
+
+    ``compressed`` says how many bytes of the archive file have been read so far (None: not compressed).
+    """
     members: list[tarfile.TarInfo] = []
     names: set[str] = set()
     total = 0
+    ratio = _RatioWatch(limits, findings, label, compressed)
     for index, member in enumerate(tar, start=1):
+        if not ratio.passed():
+            return members
         if index > limits.max_members:
             findings.add(ARCHIVE_006, label, f"{label} holds more than {limits.max_members} members; not unpacked",
                          expected=f"at most {limits.max_members} members", seen=f">{limits.max_members}")
-            break
-        name = member.name
-        where = f"{label}: {name}"
-        normal = posixpath.normpath(name) if name else ""
-        if not name or "\0" in name or name.startswith("/") or (name[:1].isalpha() and name[1:2] == ":") or \
-                normal == ".." or normal.startswith("../") or ".." in name.split("/") or "\\" in name:
-            findings.add(ARCHIVE_002, label, f"{where}: member path is absolute or leaves the folder",
-                         expected="a relative path without '..'", seen=name)
-        if member.issym() or member.islnk():
-            findings.add(ARCHIVE_003, label, f"{where}: a {'symbolic' if member.issym() else 'hard'} link to "
-                         f"{member.linkname!r}", expected="regular files and folders",
-                         seen=f"link -> {member.linkname}")
-        elif not (member.isreg() or member.isdir()) or member.issparse():
-            kind = ("character device" if member.ischr() else "block device" if member.isblk() else
-                    "FIFO" if member.isfifo() else "sparse file" if member.issparse() else "special member")
-            findings.add(ARCHIVE_004, label, f"{where}: a {kind}", expected="regular files and folders", seen=kind)
+            return members
+        _check_member(member, label, findings)
         if member.size > limits.max_member_bytes:
-            findings.add(ARCHIVE_005, label, f"{where}: {member.size} bytes; the checker unpacks at most "
-                         f"{limits.max_member_bytes} per member", expected=f"at most {limits.max_member_bytes}",
+            findings.add(ARCHIVE_005, label, f"{label}: {member.name}: {member.size} bytes; the checker unpacks at "
+                         f"most {limits.max_member_bytes} per member", expected=f"at most {limits.max_member_bytes}",
                          seen=member.size)
-            break  # its data is not read, not even skipped over
+            return members  # its data is not read, not even skipped over
         total += member.size
         if total > limits.max_total_bytes:
             findings.add(ARCHIVE_006, label, f"{label} holds more than {limits.max_total_bytes} bytes; not unpacked",
                          expected=f"at most {limits.max_total_bytes} bytes", seen=f">{limits.max_total_bytes}")
-            break
-        key = normal.rstrip("/")
+            return members
+        key = posixpath.normpath(member.name).rstrip("/") if member.name else ""
         if key in names:
-            findings.add(ARCHIVE_007, label, f"{where}: the name occurs twice", expected="each name once", seen=name)
+            findings.add(ARCHIVE_007, label, f"{label}: {member.name}: the name occurs twice",
+                         expected="each name once", seen=member.name)
         names.add(key)
         members.append(member)
+        ratio.started(member)
+    if ratio.passed():
+        ratio.whole(total)
     return members
+
+
+def _check_member(member: tarfile.TarInfo, label: str, findings: Findings) -> None:
+    """The member's path and kind (ARCHIVE-002, -003, -004)."""
+    name = member.name
+    where = f"{label}: {name}"
+    normal = posixpath.normpath(name) if name else ""
+    if not name or "\0" in name or name.startswith("/") or (name[:1].isalpha() and name[1:2] == ":") or \
+            normal == ".." or normal.startswith("../") or ".." in name.split("/") or "\\" in name:
+        findings.add(ARCHIVE_002, label, f"{where}: member path is absolute or leaves the folder",
+                     expected="a relative path without '..'", seen=name)
+    if member.issym() or member.islnk():
+        findings.add(ARCHIVE_003, label, f"{where}: a {'symbolic' if member.issym() else 'hard'} link to "
+                     f"{member.linkname!r}", expected="regular files and folders", seen=f"link -> {member.linkname}")
+    elif not (member.isreg() or member.isdir()) or member.issparse():
+        kind = ("character device" if member.ischr() else "block device" if member.isblk() else
+                "FIFO" if member.isfifo() else "sparse file" if member.issparse() else "special member")
+        findings.add(ARCHIVE_004, label, f"{where}: a {kind}", expected="regular files and folders", seen=kind)
+
+
+class _RatioWatch:
+    """Compressed bytes read per member, measured from one member's header to the next (ARCHIVE-008).
+
+    The decompressors read the archive file in pieces of ``READ_SLACK`` bytes at most (8 KiB; gzip 128 KiB
+    from Python 3.12), so a member's compressed size is known to within that: it is counted in the member's
+    favour, and only members of more than 100 times that (12.8 MiB) can be refused.
+    """
+
+    READ_SLACK = 128 << 10
+
+    def __init__(self, limits: ArchiveLimits, findings: Findings, label: str, compressed: Callable[[], int] | None):
+        self.limits, self.findings, self.label, self.compressed = limits, findings, label, compressed
+        self.member: tarfile.TarInfo | None = None
+        self.since = 0
+        self.ok = True
+
+    def started(self, member: tarfile.TarInfo) -> None:
+        """``member``'s data comes next (its header has been read)."""
+        if self.compressed is not None and member.isreg():
+            self.member, self.since = member, self.compressed()
+
+    def passed(self) -> bool:
+        """False once the member read last expanded past the ratio (its finding added)."""
+        member, self.member = self.member, None
+        if self.ok and member is not None and member.size >= self.limits.ratio_from_bytes:
+            read = self.compressed() - self.since + self.READ_SLACK
+            self._judge(member.size, read, f"{self.label}: {member.name}: {member.size} bytes")
+        return self.ok
+
+    def whole(self, total: int) -> None:
+        """The archive's expanded total against its file's compressed bytes."""
+        if self.compressed is not None and total >= self.limits.ratio_from_bytes:
+            self._judge(total, self.compressed() + self.READ_SLACK, f"{self.label}: {total} bytes in all")
+
+    def _judge(self, expanded: int, read: int, what: str) -> None:
+        if expanded > self.limits.max_ratio * read:
+            self.ok = False
+            self.findings.add(ARCHIVE_008, self.label, f"{what} expand from at most {read} compressed bytes "
+                              f"({expanded / read:.0f}:1); the checker unpacks at most {self.limits.max_ratio:g}:1; "
+                              "not unpacked", expected=f"at most {self.limits.max_ratio:g}:1",
+                              seen=f"{expanded / read:.0f}:1")
 
 
 class _HeaderTooLarge(Exception):
@@ -201,8 +264,8 @@ class _CappedReads(io.RawIOBase):
     16 KiB pieces, so only such a header ever asks for more.
     """
 
-    def __init__(self, raw, cap: int):
-        self._raw, self._cap = raw, cap
+    def __init__(self, raw, cap: int, file=None):
+        self._raw, self._cap, self._file = raw, cap, file  # file: under a decompressor, closed with it
 
     def read(self, n: int = -1) -> bytes:
         if n is None or n < 0 or n > self._cap:
@@ -223,22 +286,28 @@ class _CappedReads(io.RawIOBase):
 
     def close(self) -> None:
         self._raw.close()
+        if self._file is not None:
+            self._file.close()
         super().close()
 
 
 def _open_decompressed(archive: Path):
-    """The archive's tar stream: gzip, bzip2 and xz recognised by their first bytes."""
+    """(the archive's tar stream, the file under it, how many bytes of that file were read so far or None
+    when it is not compressed): gzip, bzip2 and xz recognised by their first bytes."""
     import bz2
 
-    with open(archive, "rb") as f:
-        magic = f.read(6)
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(archive, "rb")
-    if magic.startswith(b"BZh"):
-        return bz2.BZ2File(archive, "rb")
-    if magic.startswith(b"\xfd7zXZ\x00"):
-        return lzma.LZMAFile(archive, "rb")
-    return open(archive, "rb")
+    raw = open(archive, "rb")
+    try:
+        magic = raw.read(6)
+        raw.seek(0)
+        for start, kind in ((b"\x1f\x8b", gzip.GzipFile), (b"BZh", bz2.BZ2File), (b"\xfd7zXZ\x00", lzma.LZMAFile)):
+            if magic.startswith(start):
+                stream = kind(fileobj=raw, mode="rb") if kind is gzip.GzipFile else kind(raw, "rb")
+                return stream, raw, raw.tell
+    except BaseException:
+        raw.close()
+        raise
+    return raw, raw, None
 
 
 HEADER_CAP = 1 << 20  # a PAX header or GNU long name: paths and a few fields, never near this
@@ -249,9 +318,9 @@ def unpack(archive: Path, dest: Path, findings: Findings, limits: ArchiveLimits 
     label = Path(archive).name
     before = len(findings)
     try:
-        with _CappedReads(_open_decompressed(archive), HEADER_CAP) as stream, \
-                tarfile.open(fileobj=stream, mode="r:") as tar:
-            members = validate_members(tar, limits, findings, label)
+        opened, file, compressed = _open_decompressed(archive)
+        with _CappedReads(opened, HEADER_CAP, file) as stream, tarfile.open(fileobj=stream, mode="r:") as tar:
+            members = validate_members(tar, limits, findings, label, compressed)
             if len(findings) > before:
                 return False
             kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
@@ -287,8 +356,13 @@ def signals_raise() -> Iterator[None]:
 
 def check_archive(path: Path, options, check_folder: Callable):
     """``check_folder`` on the archive's content, unpacked into a temporary folder removed afterwards."""
-    from trainmark.checker.mlperf.results import ruleset_note
+    from dataclasses import replace
+
+    from trainmark.checker.mlperf.results import ruleset_from_path
     from trainmark.checker.verdict.result import Report
+
+    if options.mlperf_ruleset is None and (named := ruleset_from_path(Path(path))):  # the archive's name
+        options = replace(options, mlperf_ruleset=named[0])
 
     findings = Findings()
     with signals_raise(), tempfile.TemporaryDirectory(prefix="trainmark-archive-") as tmp:
@@ -296,7 +370,6 @@ def check_archive(path: Path, options, check_folder: Callable):
         root.mkdir()
         if not unpack(path, root, findings):
             report = Report(str(Path(path).resolve()), "archive", findings)
-            report.notes.append(ruleset_note(Path(path), options.mlperf_ruleset)[1])
             report.notes.append(f"{path}: refused; nothing was unpacked")
             return report
         entries = list(root.iterdir())

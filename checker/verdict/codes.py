@@ -97,6 +97,9 @@ ARCHIVE_006 = _code(
 ARCHIVE_007 = _code(
     'ARCHIVE-007', ERROR, 'an archive member name occurs twice',
     'archive each file once (`trainmark package`)')
+ARCHIVE_008 = _code(
+    'ARCHIVE-008', ERROR, 'an archive member, or the whole archive, expands more than 100:1 (a decompression bomb)',
+    'archive the result folder as `trainmark package` does; padding files of zeros have no place in a submission')
 # Values that would choose code to run
 SECURITY_001 = _code(
     "SECURITY-001", ERROR, "a logged value would make the compliance engine load a file that is not a shipped "
