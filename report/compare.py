@@ -177,17 +177,16 @@ def rows_for_table(result: dict) -> list[list[str]]:
 
 
 def render_markdown(result: dict) -> str:
-    from trainmark.report.markdown import table
+    from trainmark.report.markdown import cell, table
 
-    head = (f"## trainmark compare: "
-            f"{'REGRESSION in ' + ', '.join(result['regressed']) if result['regressed'] else 'no significant slowdown'}"
-            f"\n\n"
+    regressed = ", ".join(map(cell, result["regressed"]))
+    head = (f"## trainmark compare: {'REGRESSION in ' + regressed if regressed else 'no significant slowdown'}\n\n"
             f"NEW/BASE; slower means mean time ratio > {1 + result['threshold']:g} with one-sided Welch p < "
             f"{result['alpha']:g} on log times.\n\n")
     tail = ""
     for key, label in (("only_in_base", "only in BASE"), ("only_in_new", "only in NEW")):
         if result[key]:
-            tail += f"\n{label}: {', '.join(result[key])}\n"
+            tail += f"\n{label}: {', '.join(map(cell, result[key]))}\n"
     return head + table(COLUMNS, rows_for_table(result)) + tail
 
 

@@ -1,13 +1,11 @@
 """``trainmark report --format md``: the same summary as the HTML page, as Markdown for a CI comment."""
 from __future__ import annotations
 
+from trainmark.format.text import markdown_text
 from trainmark.report.collect import ReportData
 from trainmark.report.summary import BENCHMARK_COLUMNS, benchmark_row
 
-
-def cell(text: str) -> str:
-    """A Markdown table cell: pipes escaped, no line breaks."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+cell = markdown_text  # every submitted string, in a table cell or inline: one escaping for report, table, compare
 
 
 def table(columns: list[str], rows: list[list[str]]) -> str:
@@ -20,7 +18,7 @@ def render_markdown(data: ReportData) -> str:
     rep = data.report
     verdict = "PASS" if rep["passed"] else "FAIL"
     counts = ", ".join(f"{n} {s}" for s, n in rep["counts"].items())
-    out = [f"## trainmark report: {verdict}\n", f"`{cell(rep['path'])}` ({rep['level']}): {counts}.\n"]
+    out = [f"## trainmark report: {verdict}\n", f"{cell(rep['path'])} ({cell(rep['level'])}): {counts}.\n"]
     if data.benchmarks:
         out.append(table(BENCHMARK_COLUMNS, [benchmark_row(v) for v in data.benchmarks]))
     else:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from html import escape
 
 from trainmark import __version__
+from trainmark.format.text import html_text as escape
 from trainmark.report import plots
 from trainmark.report.collect import BenchmarkView, ReportData, system_of
 from trainmark.report.fmt import num

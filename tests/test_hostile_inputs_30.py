@@ -5,18 +5,29 @@ an archive member that expands past a ratio, FIFOs and sparse files in a dataset
 """
 from __future__ import annotations
 
+import io
+import os
+import re
+import tarfile
 import time
+from pathlib import Path
 
 import pytest
 import synthetic
 
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import epochs
+from trainmark.checker.read import archive
 from trainmark.checker.verdict.findings import Findings
+from trainmark.cli import main
 from trainmark.format import epochlog
+from trainmark.reference import registry
+from trainmark.rules import get_rules
 
 BENCH = "closed/acme/results/sys1/resnet-mini"
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())
+TEST_RULES = Path(__file__).parent / "rules"
+HTML_NAME = '"><img src=x onerror=alert(1)>'
 
 
 @pytest.fixture
@@ -66,3 +77,137 @@ def test_truncated_epochs_log_still_names_its_last_line():
     assert len(parsed) == 1
     truncated = [f for f in findings if f.rule == "EPOCHLOG-006"]
     assert truncated and truncated[0].line == 2 and truncated[0].seen == repr(line[:20].encode())
+
+
+# -- 2. a folder named with byte 0xFF: the report and the table are written, the byte shown escaped -----------
+def tiny_submission(root: Path, system: bytes) -> Path:
+    """A clean tiny-test submission whose system folder (results and description) is named ``system``."""
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    sub = synthetic.write_submission(root, rules, registry.for_rules(rules).build_model())
+    results, systems = os.fsencode(sub / "results"), os.fsencode(sub / "systems")
+    os.rename(os.path.join(results, b"sys1"), os.path.join(results, system))
+    os.rename(os.path.join(systems, b"sys1.json"), os.path.join(systems, system + b".json"))
+    return root
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_report_of_a_folder_named_with_byte_0xff_is_written(tmp_path, fmt, capsys):
+    root = tiny_submission(tmp_path / "s", b"sys\xff")
+    out = tmp_path / f"r.{fmt}"
+    assert main(["report", str(root), "--format", fmt, "-o", str(out), "--rules-dir", str(TEST_RULES)]) == 0
+    text = out.read_bytes().decode("utf-8")  # strict: was UnicodeEncodeError while writing, nothing written
+    assert ("sys\\udcff" if fmt == "html" else "sys\\\\udcff") in text  # Markdown escapes the backslash too
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_table_of_a_folder_named_with_byte_0xff_is_written(tmp_path):
+    root = tiny_submission(tmp_path / "s", b"sys\xff")
+    for fmt in ("md", "csv", "json"):
+        out = tmp_path / f"t.{fmt}"
+        assert main(["table", str(root), "--format", fmt, "-o", str(out), "--rules-dir", str(TEST_RULES)]) == 0
+        assert "udcff" in out.read_bytes().decode("utf-8")
+
+
+def test_renderers_alone_never_emit_a_lone_surrogate(tmp_path):
+    from trainmark.cli.checked import collect
+    from trainmark.report.markdown import render_markdown
+    from trainmark.report.page import render_html
+
+    data = collect(tiny_submission(tmp_path / "s", b"sys\xff"), CheckOptions(rules_root=TEST_RULES))
+    for text in (render_html(data), render_markdown(data)):
+        text.encode("utf-8")  # strict: every field is escaped where it is rendered, not only by the net under it
+
+
+# -- 3. names that are HTML or Markdown are shown as text ---------------------------------------------
+def unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def test_table_and_report_markdown_show_html_names_as_text(tmp_path, capsys):
+    root = tiny_submission(tmp_path / "s", HTML_NAME.encode())
+    assert main(["table", str(root), "--format", "md", "--rules-dir", str(TEST_RULES)]) == 0
+    table = capsys.readouterr().out
+    assert main(["report", str(root), "--format", "md", "--rules-dir", str(TEST_RULES)]) == 0
+    report = capsys.readouterr().out
+    for text in (table, report):
+        assert "<img" not in text and "<" not in text.replace("&lt;", "")
+        assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_markdown_cells_escape_what_markdown_would_render():
+    from trainmark.format.text import markdown_text
+    from trainmark.report.markdown import cell, table
+
+    assert cell is markdown_text  # one escaping for report, table and compare
+    name = "a|b *bold* _em_ [link](http://x) `code` ~del~ $x$ \\ <b>&amp;"
+    shown = markdown_text(name)
+    assert shown == ("a\\|b \\*bold\\* \\_em\\_ \\[link\\](http://x) \\`code\\` \\~del\\~ \\$x\\$ \\\\ "
+                     "&lt;b&gt;&amp;amp;")
+    assert markdown_text("line\nbreak\x1b[2J") == "line\\\\nbreak\\\\x1b\\[2J"
+    rows = table(["system", "score"], [[name, "1.0"]]).splitlines()
+    assert {unescaped_pipes(line) for line in rows} == {3}  # the name stays one cell
+
+
+def test_html_report_escapes_every_name(tmp_path):
+    from trainmark.cli.checked import collect
+    from trainmark.report.page import render_html
+
+    root = tiny_submission(tmp_path / "s", HTML_NAME.encode())
+    html = render_html(collect(root, CheckOptions(rules_root=TEST_RULES)))
+    assert "<img" not in html and "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+# -- 4. an archive member (or the archive) expanding past 100:1 is refused, nothing written --------------
+def zeros_tar(path: Path, sizes: dict[str, int], mode: str = "w:gz") -> Path:
+    """``path``: a small text member, then one member of zeros per entry of ``sizes``."""
+    with tarfile.open(path, mode) as tar:
+        for name, size in {"closed/ok.txt": 0, **sizes}.items():
+            info = tarfile.TarInfo(name)
+            data = bytes(size) if size else b"hello\n"
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("mode", ["w:gz", "w:bz2", "w:xz"])
+def test_a_member_expanding_past_the_ratio_is_refused_before_anything_is_written(tmp_path, mode):
+    path = zeros_tar(tmp_path / f"bomb.tar.{mode[2:]}", {"closed/acme/zeros.bin": 64 << 20}, mode)
+    assert path.stat().st_size < (64 << 20) // 100
+    (tmp_path / "dest").mkdir()
+    findings = Findings()
+    assert not archive.unpack(path, tmp_path / "dest", findings)
+    (finding,) = findings
+    assert finding.rule == "ARCHIVE-008" and f"{path.name}: closed/acme/zeros.bin: {64 << 20} bytes" in finding.message
+    assert "at most 100:1" in finding.message
+    assert list((tmp_path / "dest").iterdir()) == []  # was: all 64 MiB extracted
+
+
+def test_an_archive_of_many_small_bombs_is_refused_by_its_total_ratio(tmp_path):
+    sizes = {f"closed/acme/z{i}.bin": 4 << 20 for i in range(20)}  # each below what one member is judged at
+    path = zeros_tar(tmp_path / "many.tar.gz", sizes)
+    (tmp_path / "dest").mkdir()
+    findings = Findings()
+    assert not archive.unpack(path, tmp_path / "dest", findings)
+    (finding,) = findings
+    assert finding.rule == "ARCHIVE-008" and f"{20 * (4 << 20) + 6} bytes in all" in finding.message  # and hello
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+def test_an_archive_that_compresses_like_results_is_unpacked(tmp_path):
+    text = b"".join(b":::MLLOG {\"key\": \"eval_accuracy\", \"value\": 0.%04d}\n" % i for i in range(300_000))
+    path = tmp_path / "ok.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo("closed/acme/result_1.txt")
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
+    (tmp_path / "dest").mkdir()
+    findings = Findings()
+    assert archive.unpack(path, tmp_path / "dest", findings) and len(findings) == 0
+    assert (tmp_path / "dest" / "closed/acme/result_1.txt").stat().st_size == len(text)
+
+
+def test_check_of_a_bomb_is_one_finding_and_exit_1(tmp_path, capsys):
+    path = zeros_tar(tmp_path / "bomb.tar.gz", {"closed/acme/zeros.bin": 64 << 20})
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr()
+    assert "ARCHIVE-008" in out.out and "closed/acme/zeros.bin" in out.out and "Traceback" not in out.err

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from trainmark.cli.arguments import judge_arguments, judge_options
+from trainmark.format.text import utf8_text
 from trainmark.outputs import emit
 
 
@@ -39,6 +40,7 @@ def run_report(args) -> int:
     else:
         from trainmark.report.page import render_html
         text = render_html(data, sweeps)
+    text = utf8_text(text)  # a byte of a name that is not UTF-8 is shown escaped, never a UnicodeEncodeError
     emit(text, args.output)
     if args.output is not None:
         print(f"wrote {args.output} ({len(text.encode('utf-8')):,} bytes); check: "

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from trainmark.cli.arguments import judge_arguments, judge_options
+from trainmark.format.text import utf8_text
 from trainmark.outputs import emit
 
 
@@ -25,5 +26,5 @@ def run_table(args) -> int:
 
     result = table_of_folders(list(args.paths), judge_options(args))
     text = {"csv": table.to_csv, "md": table.to_markdown, "json": table.to_json}[args.format](result)
-    emit(text, args.output)
+    emit(utf8_text(text), args.output)  # a name's byte that is not UTF-8: escaped, never UnicodeEncodeError
     return 0
