@@ -6,6 +6,13 @@ each domain is and whether the total includes it (``trainmark_energy_domains``).
 per-epoch energies (training windows plus evaluations) must add up to the run's total
 within 0.5% (nothing hidden between windows); the domains of the total must add up to it
 within 0.5%; a domain lost during the run is reported with the harness's reason.
+
+Every other energy figure of a trial (a window's logged joules, ``trainmark_trial_result``, trial.json,
+per domain and per epoch) is computed from those same readings, so it must equal them to the meter's
+resolution (ENERGY-004), and a cumulative reading never goes back (ENERGY-005). Where telemetry.csv
+records power, its integral over the run and over the timed windows must match the readings within the
+bound docs/energy.md derives (ENERGY-006): a forger who scales every figure alike must also rewrite the
+power series.
 """
 from __future__ import annotations
 
@@ -13,14 +20,25 @@ import math
 from typing import Any
 
 from trainmark.checker.checks import telemetry as telemetry_check
-from trainmark.checker.read.safefs import SafeTree
-from trainmark.checker.verdict.codes import ENERGY_001, ENERGY_002, ENERGY_003
+from trainmark.checker.read.json_file import nesting_depth
+from trainmark.checker.read.safefs import JSON_CAP, SafeTree
+from trainmark.checker.verdict.codes import ENERGY_001, ENERGY_002, ENERGY_003, ENERGY_004, ENERGY_005, ENERGY_006
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import layout, mllog
-from trainmark.format.mllog_read import Event
+from trainmark.format.mllog_read import STRICT_JSON, Event
 
 TOLERANCE = 0.005   # 0.5% of the run's total energy
 ABS_TOLERANCE_J = 0.01  # counters' resolution (NVML: 1 mJ; RAPL: 1 uJ) on tiny totals
+# ENERGY-004/005: figures from the same readings differ by float rounding only; 1 mJ is the coarsest
+# counter's unit (NVML's), so any larger difference is an edit.
+RESOLUTION_J = 0.001
+# ENERGY-006: beyond the bound of the rows cut by a window boundary (Series.integral), 2% for the rounding
+# of time_ms (1 ms in 1 s), of 6 significant digits, and the offset between a power read and its row's
+# stamp; 1 J for tiny totals.
+POWER_TOLERANCE, POWER_ABS_J = 0.02, 1.0
+FORMAT_VERSION_KEY = getattr(mllog, "FORMAT_VERSION", "trainmark_format_version")
+WINDOW_KEYS = {mllog.EPOCH_START: ("epoch", 0), mllog.EPOCH_STOP: ("epoch", 1),
+               mllog.EVAL_START: ("eval", 0), mllog.EVAL_STOP: ("eval", 1)}
 
 
 def _num(x: Any) -> float | None:
@@ -35,12 +53,45 @@ def _join(*parts: str) -> str:
 
 def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, list[Event]],
                     trial_dirs: dict[int, str], findings: Findings) -> None:
-    """Every trial's energy domains and, where the trial folder has one, its telemetry file."""
+    """Every trial's energy domains and figures and, where the trial folder has one, its telemetry file
+    (required from result format 2 on) and the power it records."""
     for k, events in sorted(events_by_trial.items()):
         rel = _join(folder_rel, layout.result_file(k))
         check_trial_energy(events, rel, findings)
-        if k in trial_dirs:
-            telemetry_check.check_trial(events, tree, _join(folder_rel, trial_dirs[k]), findings)
+        if k not in trial_dirs:
+            check_figures(events, rel, None, "", findings)
+            continue
+        trial_rel = _join(folder_rel, trial_dirs[k])
+        trial = _quiet_json(tree, _join(trial_rel, layout.TRIAL_JSON))
+        check_figures(events, rel, trial, _join(trial_rel, layout.TRIAL_JSON), findings)
+        series = telemetry_check.check_trial(events, tree, trial_rel, findings,
+                                             required=_format_version(trial, events) >= 2,
+                                             period_s=_period(trial))
+        if series is not None:
+            check_power(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings)
+
+
+def _quiet_json(tree: SafeTree, rel: str) -> dict | None:
+    """trial.json as an object, or None (its own check reports what is wrong with it)."""
+    try:
+        raw = tree.read_bytes(rel, JSON_CAP)
+        value = STRICT_JSON.decode(raw.decode("utf-8")) if nesting_depth(raw) <= 64 else None
+    except Exception:  # noqa: BLE001 - whatever is wrong, TRIALJSON-001 says so
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _format_version(trial: dict | None, events: list[Event]) -> int:
+    """The result format the trial claims, in trial.json or in its MLLOG (the higher: neither can lower it)."""
+    claims = [(trial or {}).get("format_version"), mllog.first_value(events, FORMAT_VERSION_KEY)]
+    return max((v for v in claims if isinstance(v, int) and not isinstance(v, bool)), default=1)
+
+
+def _period(trial: dict | None) -> float | None:
+    """The telemetry period trial.json states, where it is one the harness allows (1 to 100 Hz)."""
+    record = (trial or {}).get("telemetry")
+    period = _num(record.get("period_s")) if isinstance(record, dict) else None
+    return period if period is not None and 0.01 <= period <= 1.0 else None
 
 
 def check_trial_energy(events: list[Event], rel: str, findings: Findings) -> None:
@@ -136,3 +187,156 @@ def _harness_reasons(by_key: dict[str, list[Event]]) -> dict[str, str]:
     if not isinstance(domains, dict):
         return {}
     return {n: d["reason"] for n, d in domains.items() if isinstance(d, dict) and isinstance(d.get("reason"), str)}
+
+
+# --- every energy figure of a trial against the meter readings (ENERGY-004, ENERGY-005) --------------
+
+def check_figures(events: list[Event], rel: str, trial: dict | None, trial_rel: str, findings: Findings) -> None:
+    """Every energy figure of the trial (a window's logged joules, trainmark_trial_result, trial.json) is
+    computed by the harness from the same cumulative readings, so each must equal the readings' difference
+    to the meter's resolution; and cumulative readings never go back (ENERGY-005)."""
+    readings = Readings(events)
+    _check_monotonic(events, rel, findings)
+    if readings.run is None:
+        return
+    wrong = list(readings.window_disagreements())
+    summary = next((e for e in events if e.key == mllog.TRIAL_RESULT), None)
+    if summary is not None and isinstance(summary.value, dict):
+        wrong += [(summary.line, f"trainmark_trial_result {what}", said, want)
+                  for what, said, want in readings.summary_disagreements(summary.value)]
+    for line, what, said, want in wrong:
+        findings.add(ENERGY_004, rel, f"{what} is {said!r}, the meter readings give {want!r}", line=line,
+                     expected=want, seen=said)
+    if trial is not None:
+        for what, said, want in readings.summary_disagreements(trial, history=True):
+            findings.add(ENERGY_004, trial_rel, f"trial.json {what} is {said!r}, the meter readings of {rel} "
+                         f"give {want!r}", expected=want, seen=said)
+
+
+def _agree(said: Any, want: float | None) -> bool:
+    """Both null, or both numbers within the meter's resolution (plus float rounding of a sum)."""
+    if want is None or said is None:
+        return want is None and said is None
+    said = _num(said)
+    return said is not None and abs(said - want) <= RESOLUTION_J + 1e-9 * abs(want)
+
+
+class Readings:
+    """The cumulative readings of one trial's window boundaries: the total and each domain's."""
+
+    def __init__(self, events: list[Event]):
+        self.windows: dict[tuple[str, int], list[Event | None]] = {}
+        run: list[Event | None] = [None, None]
+        for e in events:
+            if e.key in (mllog.RUN_START, mllog.RUN_STOP):
+                run[1 if e.key == mllog.RUN_STOP else 0] = e
+            elif e.key in WINDOW_KEYS:
+                name, stop = WINDOW_KEYS[e.key]
+                epoch = e.metadata.get(mllog.EPOCH_NUM)
+                if isinstance(epoch, int) and not isinstance(epoch, bool):
+                    self.windows.setdefault((name, epoch), [None, None])[stop] = e
+        self.run = run if run[0] is not None and run[1] is not None else None
+
+    @staticmethod
+    def delta(start: Event | None, stop: Event | None, domain: str | None = None) -> float | None:
+        if start is None or stop is None:
+            return None
+        if domain is None:
+            return _delta(start.metadata.get(mllog.ENERGY_J), stop.metadata.get(mllog.ENERGY_J))
+        a, b = start.metadata.get(mllog.DOMAINS_J), stop.metadata.get(mllog.DOMAINS_J)
+        return _delta(a.get(domain), b.get(domain)) if isinstance(a, dict) and isinstance(b, dict) else None
+
+    def evals(self) -> list[tuple[Event | None, Event | None]]:
+        return [tuple(v) for (name, _), v in sorted(self.windows.items()) if name == "eval"]
+
+    def energy(self, domain: str | None = None) -> tuple[float | None, float | None]:
+        """(train, total) joules: the run's, minus its evaluations' for train (None where not measured)."""
+        total = self.delta(*self.run, domain)
+        parts = [self.delta(a, b, domain) for a, b in self.evals()]
+        return (None if total is None or None in parts else total - sum(parts)), total
+
+    def window_disagreements(self):
+        """(line, what, logged, from the readings) for every window's own logged joules."""
+        for (name, epoch), (start, stop) in sorted(self.windows.items()):
+            field = mllog.TRAIN_ENERGY_J if name == "epoch" else mllog.EVAL_ENERGY_J
+            if stop is not None and field in stop.metadata and not _agree(
+                    stop.metadata[field], want := self.delta(start, stop)):
+                yield stop.line, f"{stop.key} {field} of epoch {epoch}", stop.metadata[field], want
+
+    def summary_disagreements(self, summary: dict, history: bool = False):
+        """(what, said, from the readings) for a summary's train/total joules, per domain and (trial.json)
+        per epoch of its history."""
+        train, total = self.energy()
+        for field, want in (("train_energy_j", train), ("total_energy_j", total)):
+            if field in summary and not _agree(summary[field], want):
+                yield field, summary[field], want
+        domains = summary.get("energy_domains")
+        for name, d in (domains.items() if isinstance(domains, dict) else ()):
+            want_train, want_total = self.energy(name)
+            for field, want in (("train_j", want_train), ("total_j", want_total)):
+                if isinstance(d, dict) and field in d and not _agree(d[field], want):
+                    yield f"energy_domains.{name}.{field}", d[field], want
+        for item in (summary.get("history") if history and isinstance(summary.get("history"), list) else ()):
+            yield from self._history_disagreements(item)
+
+    def _history_disagreements(self, item: Any):
+        if not isinstance(item, dict) or not isinstance(item.get("epoch"), int):
+            return
+        for field, name in (("train_j", "epoch"), ("eval_j", "eval")):
+            window = self.windows.get((name, item["epoch"]))
+            if field in item and window is not None and not _agree(item[field], want := self.delta(*window)):
+                yield f"history epoch {item['epoch']} {field}", item[field], want
+
+
+def _check_monotonic(events: list[Event], rel: str, findings: Findings) -> None:
+    """Cumulative readings only grow: the first step back of the total and of each domain is an error."""
+    last: dict[str, tuple[float, Event]] = {}
+    reported: set[str] = set()
+    for e in events:
+        if mllog.ENERGY_J not in e.metadata:
+            continue
+        domains = e.metadata.get(mllog.DOMAINS_J)
+        values = {"the total": _num(e.metadata.get(mllog.ENERGY_J)),
+                  **({f"domain {k}": _num(v) for k, v in domains.items()} if isinstance(domains, dict) else {})}
+        for name, v in values.items():
+            if v is None:
+                continue
+            before = last.get(name)
+            if before is not None and v < before[0] - RESOLUTION_J and name not in reported:
+                reported.add(name)
+                findings.add(ENERGY_005, rel, f"the cumulative energy reading of {name} goes back from "
+                             f"{before[0]:.6g} J ({before[1].key}, line {before[1].line}) to {v:.6g} J ({e.key})",
+                             line=e.line, expected=f">= {before[0]:.6g} J", seen=f"{v:.6g} J")
+            last[name] = (v, e)
+
+
+# --- the power telemetry recorded against the logged energy (ENERGY-006) --------------------------------
+
+def check_power(events: list[Event], series: telemetry_check.Series, rel: str, findings: Findings) -> None:
+    """Each domain's ``<domain>.power_w``, integrated over the run and over its timed windows (the run
+    minus its evaluations), against the domain's readings."""
+    readings = Readings(events)
+    if readings.run is None or not series.power:
+        return
+    run = (readings.run[0].time_ms, readings.run[1].time_ms)
+    evals = sorted((a.time_ms, b.time_ms) for a, b in readings.evals() if a is not None and b is not None)
+    timed, at = [], run[0]
+    for a, b in evals:
+        if a > at:
+            timed.append((at, min(a, run[1])))
+        at = max(at, b)
+    if at < run[1]:
+        timed.append((at, run[1]))
+    for domain, values in sorted(series.power.items()):
+        train, total = readings.energy(domain)
+        for what, logged, intervals in (("the run", total, [run]), ("the timed windows", train, timed)):
+            got = series.integral(values, intervals) if logged is not None else None
+            if got is None:
+                continue
+            joules, bound = got
+            allowed = bound + POWER_TOLERANCE * max(abs(joules), abs(logged)) + POWER_ABS_J
+            if abs(joules - logged) > allowed:
+                findings.add(ENERGY_006, rel, f"{domain}.power_w integrates to {joules:.6g} J over {what}, the "
+                             f"meter readings give {logged:.6g} J", expected=f"{logged:.6g} J \u00b1 {allowed:.3g} J",
+                             seen=f"{joules:.6g} J")
+                break

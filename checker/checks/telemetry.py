@@ -11,31 +11,178 @@ from __future__ import annotations
 
 import csv
 import math
+from typing import Iterator
 
 from trainmark.checker.read.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.codes import TELEMETRY_001, TELEMETRY_002, TELEMETRY_003
+from trainmark.checker.verdict.codes import (
+    TELEMETRY_001,
+    TELEMETRY_002,
+    TELEMETRY_003,
+    TELEMETRY_004,
+    TELEMETRY_005,
+    TELEMETRY_006,
+)
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
-from trainmark.format.telemetry import COLUMN, FILE_NAME, GAP_S, THROTTLE_MASK, throttle_names
+from trainmark.format.telemetry import COLUMN, FILE_NAME, GAP_S, POWER_SUFFIX, RUN_CPU, THROTTLE_MASK, throttle_names
 
 MAX_COLUMNS = 4096
 MAX_GAP_FINDINGS = 10  # per file; the last finding says how many more
+# TELEMETRY-005: evaluation forwards what training forwards and backwards, so it never works harder than
+# training; twice the training level (plus 5% of the run's peak, for noise near idle) is a contradiction.
+EVAL_OVER_TRAIN = 2.0
+NEAR_IDLE = 0.05
+MIN_EVAL_MS, MIN_TRAIN_MS = 2000, 5000   # less time than that under the windows: too few rows to judge
+# TELEMETRY-006: the sampler writes a row at start, one per tick, one at each epoch's end and one at stop,
+# right after run_stop; 10 s covers a slow last read, 2% the clock's rounding of the period.
+END_SLACK_MS = 10_000
+PERIOD_SLACK = 0.02
 
 
-def check_trial(events: list[Event], tree: SafeTree, trial_rel: str, findings: Findings) -> None:
+def check_trial(events: list[Event], tree: SafeTree, trial_rel: str, findings: Findings, *,
+                required: bool = False, period_s: float | None = None) -> "Series | None":
+    """The file's findings; its evidence columns for the energy check (None without a readable file)."""
     rel = f"{trial_rel}/{FILE_NAME}"
     try:
         data = tree.read_bytes(rel, LOG_CAP)
     except Missing:
-        return  # telemetry is optional in format version 1
+        if required:
+            findings.add(TELEMETRY_004, rel, f"{rel} is missing: result format 2 records telemetry in every trial",
+                         expected=FILE_NAME, seen="missing")
+        return None
     except UnsafeEntry as exc:
         findings.add(exc.rule, rel, exc.message, seen=exc.seen)
-        return
+        return None
     windows = _windows(events)
-    scan = Scan(*windows) if windows else None
-    if parse(data, rel, findings, scan) and scan is not None:
+    scan = Scan(*windows) if windows else Scan((math.inf, -math.inf), [])
+    if not parse(data, rel, findings, scan):
+        return None
+    if windows:
         scan.report(rel, findings)
+        check_span(scan.series, events, period_s, rel, findings)
+        check_timeline(scan.series, events, rel, findings)
+    return scan.series
+
+
+class Series:
+    """The evidence columns of a telemetry file, every row: time_ms, the run's CPU use, power per domain.
+
+    A row's CPU use and power are means over the interval since the row before (the sampler computes
+    them from counters), so row i speaks for (t[i-1], t[i]]."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.run_cpu: list[float | None] | None = None
+        self.power: dict[str, list[float | None]] = {}
+        self._columns: list[tuple[int, list]] = []
+
+    def header(self, columns: list[str]) -> None:
+        for i, c in enumerate(columns):
+            if c == RUN_CPU:
+                self.run_cpu = []
+                self._columns.append((i, self.run_cpu))
+            elif c.endswith(POWER_SUFFIX):
+                self._columns.append((i, self.power.setdefault(c[: -len(POWER_SUFFIX)], [])))
+
+    def row(self, t: float, values: list) -> None:
+        self.times.append(t)
+        for i, column in self._columns:
+            column.append(values[i])
+
+    def total_power(self) -> list[float | None] | None:
+        """Every power column summed per row (None in a row where one is empty)."""
+        if not self.power:
+            return None
+        columns = list(self.power.values())
+        return [None if None in row else sum(row) for row in zip(*columns)]
+
+    def overlaps(self, values: list[float | None], intervals: list[tuple[float, float]]
+                 ) -> Iterator[tuple[float, float, float]]:
+        """(value, ms of its interval inside one of ``intervals``, ms of its interval) for every row that
+        overlaps them; ``intervals`` sorted and disjoint (ms), one pass over both."""
+        j = 0
+        for i in range(1, len(self.times)):
+            t0, t1, v = self.times[i - 1], self.times[i], values[i]
+            if v is None or t1 <= t0:
+                continue
+            while j < len(intervals) and intervals[j][1] <= t0:
+                j += 1
+            k = j
+            while k < len(intervals) and intervals[k][0] < t1:
+                inside = min(intervals[k][1], t1) - max(intervals[k][0], t0)
+                if inside > 0:
+                    yield v, inside, t1 - t0
+                k += 1
+
+    def mean(self, values: list[float | None], intervals: list[tuple[float, float]]) -> tuple[float, float]:
+        """(time-weighted mean over ``intervals``, ms covered by rows)."""
+        total = covered = 0.0
+        for v, inside, _ in self.overlaps(values, intervals):
+            total += v * inside
+            covered += inside
+        return (total / covered if covered else math.nan), covered
+
+    def integral(self, values: list[float | None], intervals: list[tuple[float, float]]
+                 ) -> tuple[float, float] | None:
+        """(joules of a power column over ``intervals``, the bound of its error); None when more than a
+        tenth of their time has no row. A row cut by a boundary may hold its energy on either side of it
+        (the bound adds the larger share), and time without a row counts at the highest power seen."""
+        joules = bound = covered = 0.0
+        for v, inside, seg in self.overlaps(values, intervals):
+            joules += v * inside / 1000
+            covered += inside
+            if inside < seg:
+                bound += abs(v) * seg / 1000 * max(inside / seg, 1 - inside / seg)
+        span = sum(b - a for a, b in intervals)
+        seen = [abs(v) for v in values if v is not None]
+        if span <= 0 or covered < 0.9 * span or not seen:
+            return None
+        return joules, bound + (span - covered) / 1000 * max(seen)
+
+
+def check_span(series: Series, events: list[Event], period_s: float | None, rel: str, findings: Findings) -> None:
+    """TELEMETRY-006: rows long after run_stop, or more rows in the run than the period allows (the
+    sampler never ticks early), say the times of the logs or of the file were rewritten."""
+    run = _windows(events)
+    if run is None or not series.times:
+        return
+    (start, stop), _ = run
+    if series.times[-1] > stop + END_SLACK_MS:
+        findings.add(TELEMETRY_006, rel, f"the last telemetry row is {(series.times[-1] - stop) / 1000:.1f} s "
+                     "after run_stop; the sampler stops right after it", line=len(series.times) + 1,
+                     expected=f"at most {END_SLACK_MS / 1000:g} s after run_stop",
+                     seen=f"{(series.times[-1] - stop) / 1000:.1f} s")
+    if period_s is None:
+        return
+    rows = sum(1 for t in series.times if start <= t <= stop)
+    epochs = sum(1 for e in events if e.key == mllog.EPOCH_STOP)
+    allowed = (stop - start) / 1000 / period_s * (1 + PERIOD_SLACK) + epochs + 3
+    if rows > allowed:
+        findings.add(TELEMETRY_006, rel, f"{rows} telemetry rows in a run of {(stop - start) / 1000:.1f} s, "
+                     f"sampled every {period_s:g} s with {epochs} epoch(s): at most {int(allowed)} are possible",
+                     expected=f"<= {int(allowed)} rows", seen=f"{rows} rows")
+
+
+def check_timeline(series: Series, events: list[Event], rel: str, findings: Findings) -> None:
+    """TELEMETRY-005: the run's CPU use and the power, time-weighted over the evaluation windows, against
+    the same over the training (epoch) windows."""
+    epochs = _pairs(events, mllog.EPOCH_START, mllog.EPOCH_STOP)
+    evals = _pairs(events, mllog.EVAL_START, mllog.EVAL_STOP)
+    for name, values in ((f"the run's CPU use ({RUN_CPU})", series.run_cpu),
+                         ("the power (every *.power_w)", series.total_power())):
+        if values is None or not epochs or not evals:
+            continue
+        train, train_ms = series.mean(values, epochs)
+        ev, eval_ms = series.mean(values, evals)
+        peak = max((abs(v) for v in values if v is not None), default=0.0)
+        if train_ms < MIN_TRAIN_MS or eval_ms < MIN_EVAL_MS:
+            continue
+        if ev > EVAL_OVER_TRAIN * train + NEAR_IDLE * peak:
+            findings.add(TELEMETRY_005, rel, f"{name} averages {ev:.4g} in the evaluation windows but {train:.4g} "
+                         f"in the training windows: the run worked harder while evaluating than while training",
+                         expected=f"<= {EVAL_OVER_TRAIN:g} x {train:.4g} + {NEAR_IDLE:g} x {peak:.4g}",
+                         seen=f"{ev:.4g}")
 
 
 class Scan:
@@ -43,6 +190,7 @@ class Scan:
 
     def __init__(self, run: tuple[float, float], evals: list[tuple[float, float]]):
         self.run, self.evals = run, evals
+        self.series = Series()
         self.prev: tuple[int | None, float] = (None, run[0])
         self.gaps: list[tuple[int | None, float, int | None, float]] = []
         self.gap_count = 0
@@ -50,9 +198,11 @@ class Scan:
         self.throttle_cols: list[tuple[int, str]] = []
 
     def header(self, columns: list[str]) -> None:
+        self.series.header(columns)
         self.throttle_cols = [(i, c[: -len(".throttle")]) for i, c in enumerate(columns) if c.endswith(".throttle")]
 
     def row(self, n: int, t: float, values: list) -> None:
+        self.series.row(t, values)
         if not self.run[0] <= t <= self.run[1]:
             return
         self._gap(n, t)
@@ -172,6 +322,19 @@ def _row(cells: list[str], header: list[str], last_t: float) -> tuple[str | None
     if t < last_t:
         return f"time_ms {cells[0]} goes back", t, values
     return None, t, values
+
+
+def _pairs(events: list[Event], start_key: str, stop_key: str) -> list[tuple[float, float]]:
+    """The (start, stop) times of every window of one kind, in order (an unpaired boundary is dropped)."""
+    out, open_at = [], None
+    for e in events:
+        if e.key == start_key:
+            open_at = e.time_ms
+        elif e.key == stop_key and open_at is not None:
+            if e.time_ms >= open_at and (not out or open_at >= out[-1][1]):
+                out.append((open_at, e.time_ms))
+            open_at = None
+    return out
 
 
 def _windows(events: list[Event]) -> tuple[tuple[float, float], list[tuple[float, float]]] | None:
