@@ -58,6 +58,14 @@ def test_an_unknown_framework_in_the_record_is_an_error(tmp_path, capsys):
     assert rc == 1 and {"CODE-011", "CODE-012", "CODE-007"} <= error_codes(report)
 
 
+def test_a_framework_that_is_not_a_name_is_an_unknown_framework(tmp_path, capsys):
+    root = example(tmp_path)
+    edit_json(_record_dir(root) / "implementation.json", lambda d: d.update(framework=["pytorch"]))
+    _remanifest(_record_dir(root))
+    rc, report = check(root, capsys)
+    assert rc == 1 and "CODE-011" in error_codes(report) and "CHECKER-001" not in error_codes(report)
+
+
 def test_another_frameworks_code_beside_the_results_is_an_error(tmp_path, capsys):
     """The TensorFlow record's code in place of the PyTorch record (its names fixed, hashed again)."""
     root = example(tmp_path)

@@ -349,6 +349,7 @@ def _check_framework(result, info_rel: str, framework: object, released: _Releas
                      findings: Findings) -> object:
     """The record's framework against the release (CODE-011) and the MLLOG (CODE-012); returns the framework
     whose released code the record's code/ must be: the logged one where the record names an unknown one."""
+    framework = framework if isinstance(framework, str) else repr(framework)  # a JSON list or object: unknown
     table = released.get(result.rules_version) if result.rules_version else None
     known = {"pytorch"} | {key.partition("@")[2] for key in table["benchmarks"] if "@" in key} \
         if isinstance(table, dict) else None
