@@ -22,6 +22,7 @@ from trainmark.checker.mlperf.results import (
     known_rulesets,
     score_mlperf_benchmark,
 )
+from trainmark.checker.mlperf.system_desc import check_mlperf_systems
 from trainmark.checker.read import archive
 from trainmark.checker.read.levels import walk
 from trainmark.checker.read.safefs import SafeTree
@@ -85,7 +86,7 @@ def _check_benchmark(folder, tree: SafeTree, ctx: TrainmarkContext, names: set[s
         result = BenchmarkResult("mlperf", folder.rel, folder.benchmark,
                                  divisions.get((folder.submitter, folder.system)),
                                  folder.submitter, folder.system, rules_version=f"mlperf-training-{ruleset}")
-        score = score_mlperf_benchmark(folder, tree, ruleset, findings)
+        score = score_mlperf_benchmark(folder, tree, ruleset, findings, result.division)
         result.score = score.to_dict()
         result.trials = [vars(r) for r in score.runs]
         return result
@@ -115,9 +116,9 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
     schema, note = load_schema(options.system_schema)
     if note and any(s.division for s in layout.systems):
         report.notes.append(note)
-    divisions = {}
+    divisions, descs = {}, {}
     for system in layout.systems:
-        desc = check_system_file(tree, system, schema, findings)
+        desc = descs[system.rel] = check_system_file(tree, system, schema, findings)
         division = system.division or (desc.get("division") if isinstance(desc, dict) else None)
         divisions[(system.submitter, system.system)] = division if isinstance(division, str) else None
         report.systems.append({"file": system.rel, "system": system.system, "division": divisions[
@@ -125,6 +126,7 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
     names = rules.names()
     mlperf = {f.benchmark for f in layout.benchmarks if _is_mlperf(f, names)}
     ruleset, ruleset_note = choose_ruleset(root, options.mlperf_ruleset, mlperf) if mlperf else (None, None)
+    check_mlperf_systems(layout.systems, descs, ruleset, findings)
     with tempfile.TemporaryDirectory(prefix="trainmark-check-") as compliance_dir:
         ctx = TrainmarkContext(rules, ReferenceStructures(options.reference_builder), Path(compliance_dir),
                                report.notes)

@@ -36,7 +36,7 @@ def test_fixture_scores_match_mlperfs_summarizer():
     got = {k: s["score_minutes"] for k, s in scores(report).items()}
     assert got == pytest.approx(MLPERF_SUMMARIZER_MINUTES, rel=1e-12)
     assert report.exit_code == 0
-    assert [(f.rule, f.file) for f in report.findings] == [
+    assert [(f.rule, f.file) for f in report.findings if f.severity != "info"] == [
         ("MLPERF-001", "Dell/results/R760xax4L40S/bert/result_9.txt")]
     assert {b.division for b in report.benchmarks} == {"closed"}
 
@@ -88,7 +88,8 @@ def test_mlperf_004_too_few_files_and_005_bad_scaling(copy):
     report = check_path(copy)
     rules = {(f.rule, f.file) for f in report.findings}
     assert ("MLPERF-004", "resnet") in rules and ("MLPERF-005", "bert/scaling.json") in rules
-    assert scores(report)[("R760xax4L40S", "bert")]["scaling_factor"] == 1.0
+    # the factor is computed from MLPerf's reference convergence points, never read from scaling.json
+    assert scores(report)[("R760xax4L40S", "bert")]["scaling_factor"] == 1.029979955725132
 
 
 def test_malformed_mlperf_line_drops_the_run_without_crashing(copy):

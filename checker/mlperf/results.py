@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import posixpath
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,8 +23,10 @@ from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.checker.checks.mllog import refused_findings
+from trainmark.checker.mlperf import rcp
 from trainmark.checker.mlperf.compliance_configs import choosing_value_problems
 from trainmark.checker.mlperf.engine import run_engine
+from trainmark.checker.mlperf.seeds import seed_problems
 from trainmark.checker.read.levels import BenchmarkFolder
 from trainmark.checker.read.mllog_read import read_events
 from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
@@ -34,12 +37,19 @@ from trainmark.checker.verdict.codes import (
     MLPERF_003,
     MLPERF_004,
     MLPERF_005,
+    MLPERF_007,
+    MLPERF_010,
+    MLPERF_011,
+    MLPERF_012,
+    MLPERF_013,
+    MLPERF_014,
     SECURITY_001,
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.scoring import olympic_mean
 from trainmark.errors import UserError
 from trainmark.format import layout, mllog
+from trainmark.format.mllog_read import Event
 
 
 @dataclass
@@ -58,9 +68,12 @@ class MLPerfScore:
     dropped: int = 0
     max_dropped: int = 1
     olympic_minutes: float | None = None
-    scaling_factor: float = 1.0
+    scaling_factor: float = 1.0             # computed by the RCP check, never read from the submission
     score_minutes: float | None = None      # what MLPerf publishes: olympic mean x scaling factor
     score_reason: str = ""
+    division: str | None = None             # from systems/<system>.json; None: not readable from PATH
+    rcp: dict | None = None                 # the RCP check's verdict (closed division)
+    bypassed: list[str] = field(default_factory=list)  # checks package_checker_params bypasses
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -118,50 +131,131 @@ def is_mlperf_benchmark(name: str) -> bool:
     return name in benchmark_meta.get_result_file_counts("training") or name == "mask"
 
 
-def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str, findings: Findings) -> MLPerfScore:
+def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str, findings: Findings,
+                           division: str | None = None) -> MLPerfScore:
+    """The benchmark's MLPerf score and every check MLPerf's package checker makes on it: compliance per
+    run, the number of files, and for the closed division (also when ``division`` is unknown) seeds and RCP."""
     benchmark = "maskrcnn" if folder.benchmark == "mask" else folder.benchmark  # the summarizer's alias
     score = MLPerfScore(ruleset, max_dropped=4 if benchmark == "unet3d" else 1,
-                        required_runs=benchmark_meta.get_result_file_counts("training").get(benchmark))
+                        required_runs=benchmark_meta.get_result_file_counts("training").get(benchmark),
+                        division=division)
     names = sorted(e.name for e in folder.entries if e.kind == "file" and layout.is_result_name(e.name))
+    parsed: list[tuple[str, list[Event] | None]] = []
     for name in names:
-        run = _score_run(tree, f"{folder.rel}/{name}".lstrip("/"), ruleset, findings)
+        run, events = _score_run(tree, f"{folder.rel}/{name}".lstrip("/"), ruleset, findings)
         score.runs.append(run)
+        parsed.append((run.file, events))
     score.dropped = sum(r.dropped for r in score.runs)
-    if score.required_runs is not None and len(names) < score.required_runs:
-        findings.add(MLPERF_004, folder.rel, f"{len(names)} result files; MLPerf requires {score.required_runs} "
-                     f"for {benchmark}", expected=score.required_runs, seen=len(names))
+    _check_file_count(folder, benchmark, len(names), score.required_runs, findings)
     score.olympic_minutes, score.score_reason = olympic_mean(
         [None if r.dropped else r.minutes for r in score.runs], score.max_dropped, score.max_dropped)
     if score.dropped > score.max_dropped:
         findings.add(MLPERF_003, folder.rel, f"{score.dropped} runs dropped; MLPerf allows {score.max_dropped} "
                      f"for {benchmark}: no score", expected=f"at most {score.max_dropped}", seen=score.dropped)
-    score.scaling_factor = _scaling_factor(tree, f"{folder.rel}/{layout.SCALING_JSON}".lstrip("/"), folder, findings)
+    if division != "open" and _version(ruleset) >= FIRST_PACKAGE_CHECKED:
+        score.bypassed = _bypasses(tree, folder, findings)
+        _check_seeds(parsed, "seed-checker-bypass" in score.bypassed, folder, findings)
+        if benchmark != "minigo":
+            verdict = _check_rcp(parsed, benchmark, ruleset, "rcp-bypass" in score.bypassed, folder, findings)
+            score.rcp, score.scaling_factor = asdict(verdict), verdict.scaling_factor
+    _check_submitted_scaling(tree, folder, score.scaling_factor, findings)
     if score.olympic_minutes is not None:
         score.score_minutes = score.olympic_minutes * score.scaling_factor
     return score
 
 
-def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> MLPerfRun:
+FIRST_PACKAGE_CHECKED = (1, 0, 0)   # the package checker's seed, RCP and system checks start at Training 1.0.0
+PARAMS_FILE = "package_checker_params"
+BYPASSES = ("rcp-bypass", "seed-checker-bypass")
+
+
+def _version(ruleset: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in ruleset.split("."))
+
+
+def _check_file_count(folder: BenchmarkFolder, benchmark: str, found: int, required: int | None,
+                      findings: Findings) -> None:
+    if required is not None and found < required:
+        findings.add(MLPERF_004, folder.rel, f"{found} result files; MLPerf requires {required} for {benchmark}",
+                     expected=required, seen=found)
+    elif required is not None and found > required:
+        findings.add(MLPERF_007, folder.rel, f"{found} result files; MLPerf requires exactly {required} for "
+                     f"{benchmark}", expected=required, seen=found)
+
+
+def _bypasses(tree: SafeTree, folder: BenchmarkFolder, findings: Findings) -> list[str]:
+    """The checks the system's and the benchmark's package_checker_params bypass, read as the package checker
+    reads them (a line equal to the word, its newline included: only a last line without one counts)."""
+    places = [folder.rel] + ([posixpath.dirname(folder.rel)] if folder.rel else [])  # nothing above PATH
+    found: set[str] = set()
+    for place in places:
+        rel = f"{place}/{PARAMS_FILE}".lstrip("/")
+        try:
+            text = tree.read_bytes(rel, JSON_CAP).decode("utf-8", errors="replace")
+        except Missing:
+            continue
+        except UnsafeEntry as exc:
+            findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+            continue
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").splitlines(keepends=True)
+        found.update(word for word in BYPASSES if word in lines)
+    return sorted(found)
+
+
+def _check_seeds(parsed: list[tuple[str, list[Event] | None]], bypass: bool, folder: BenchmarkFolder,
+                 findings: Findings) -> None:
+    problems = seed_problems(parsed)
+    errors = [p for p in problems if p.error]
+    for problem in problems if not bypass else [p for p in problems if not p.error]:
+        findings.add(MLPERF_010 if problem.error else MLPERF_011, problem.file, problem.message, line=problem.line,
+                     expected="one integer seed per run, logged by mllog, distinct across runs", seen=problem.message)
+    if bypass and errors:
+        findings.add(MLPERF_013, folder.rel, f"the seed check fails ({errors[0].file}: {errors[0].message}; "
+                     f"{len(errors)} problems) but {PARAMS_FILE} says seed-checker-bypass",
+                     expected="seed rules kept", seen="seed-checker-bypass")
+
+
+def _check_rcp(parsed: list[tuple[str, list[Event] | None]], benchmark: str, ruleset: str, bypass: bool,
+               folder: BenchmarkFolder, findings: Findings) -> rcp.RcpVerdict:
+    runs = [rcp.run_convergence(events, ruleset) if events is not None
+            else rcp.RunConvergence(None, None, rcp.NOT_CONVERGED, f"{rel} does not parse") for rel, events in parsed]
+    verdict = rcp.check_rcp(runs, benchmark, ruleset)
+    if verdict.passed:
+        return verdict
+    detail = (f"submission mean {verdict.submission_mean:.6g} against {verdict.reference}"
+              if verdict.submission_mean is not None else "")
+    text = f"RCP check fails: {verdict.message}" + (f" ({detail})" if detail else "")
+    if bypass and verdict.bypassable:
+        findings.add(MLPERF_013, folder.rel, f"{text}; {PARAMS_FILE} says rcp-bypass", expected="RCP check passed",
+                     seen="rcp-bypass")
+    else:
+        findings.add(MLPERF_012, folder.rel, text, expected="convergence no faster than MLPerf's reference allows",
+                     seen=verdict.message)
+    return verdict
+
+
+def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tuple[MLPerfRun, list[Event] | None]:
+    """The run's time as the summarizer takes it, and its events (None when the file does not parse)."""
     try:
         data = tree.read_bytes(rel, LOG_CAP)
     except (UnsafeEntry, Missing) as exc:
         rule = exc.rule if isinstance(exc, UnsafeEntry) else HOSTILE_007
         findings.add(rule, rel, getattr(exc, "message", str(exc)), seen=getattr(exc, "seen", ""))
-        return MLPerfRun(rel, None, True, "unreadable")
+        return MLPerfRun(rel, None, True, "unreadable"), None
     line_problems = Findings()
     events = read_events(data, rel, line_problems, strict=False)
     if len(line_problems):
         first = next(iter(line_problems))
         findings.add(MLPERF_001, rel, f"{first.message} (mlperf-logging cannot parse it)", line=first.line,
                      expected=first.expected, seen=first.seen)
-        return MLPerfRun(rel, None, True, "malformed MLLOG line")
+        return MLPerfRun(rel, None, True, "malformed MLLOG line"), None
     problems = choosing_value_problems(events, ruleset)
     for event, want in problems:
         findings.add(SECURITY_001, rel, f"{event.key} {event.value!r} is not {want}: this file is not run through "
                      f"MLPerf's compliance rules (MLPerf's configs would take the value as a file name)",
                      line=event.line, expected=want, seen=event.value)
     if problems:
-        return MLPerfRun(rel, None, True, "a logged value names a config file")
+        return MLPerfRun(rel, None, True, "a logged value names a config file"), events
     result = run_engine(events, f"training_{ruleset}/common.yaml", ruleset)
     refused_findings(result, rel, findings)
     if not result.valid:
@@ -170,7 +264,7 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> ML
         test = first.test if first else ""
         findings.add(MLPERF_001, rel, f"fails MLPerf {ruleset} compliance: {text}",
                      line=first.line if first else None, expected=test or "compliant", seen=text)
-        return MLPerfRun(rel, None, True, "fails compliance")
+        return MLPerfRun(rel, None, True, "fails compliance"), events
     start = next((e for e in events if e.key == mllog.RUN_START), None)
     stop = next((e for e in events if e.key == mllog.RUN_STOP), None)
     if start is None or stop is None or stop.metadata.get("status") != "success":
@@ -178,23 +272,30 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> ML
             f"run_stop status {stop.metadata.get('status')!r}"
         findings.add(MLPERF_002, rel, f"run dropped: {why}", line=stop.line if stop else None,
                      expected="run_start and run_stop with status 'success'", seen=why)
-        return MLPerfRun(rel, None, True, why)
-    return MLPerfRun(rel, (stop.time_ms - start.time_ms) / 60 / 1000, False)
+        return MLPerfRun(rel, None, True, why), events
+    return MLPerfRun(rel, (stop.time_ms - start.time_ms) / 60 / 1000, False), events
 
 
-def _scaling_factor(tree: SafeTree, rel: str, folder: BenchmarkFolder, findings: Findings) -> float:
+def _check_submitted_scaling(tree: SafeTree, folder: BenchmarkFolder, computed: float, findings: Findings) -> None:
+    """A scaling.json in the folder is never used: one that differs from the computed factor is a finding."""
     if not any(e.name == layout.SCALING_JSON and e.kind == "file" for e in folder.entries):
-        return 1.0
+        return
+    rel = f"{folder.rel}/{layout.SCALING_JSON}".lstrip("/")
     try:
         value = json.loads(tree.read_bytes(rel, JSON_CAP).decode("utf-8"))["scaling_factor"]
     except (UnsafeEntry, Missing, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as exc:
         findings.add(MLPERF_005, rel, f"{rel} is not a JSON object with a scaling_factor: "
                      f"{getattr(exc, 'message', exc)}", expected='{"scaling_factor": <number>}')
-        return 1.0
+        return
     # abs() > 1e300 before isfinite(): an integer beyond float's range would overflow it (issue 18)
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
             or not math.isfinite(value) or value <= 0):
         findings.add(MLPERF_005, rel, f"{rel}: scaling_factor {value!r} is not a positive number",
                      expected="a positive number", seen=value)
-        return 1.0
-    return float(value)
+        return
+    if not math.isclose(value, computed, rel_tol=SCALING_TOLERANCE):
+        findings.add(MLPERF_014, rel, f"{rel} says scaling_factor {value!r}; MLPerf's RCP check computes "
+                     f"{computed!r} for these runs (the score uses {computed!r})", expected=computed, seen=value)
+
+
+SCALING_TOLERANCE = 1e-9   # MLPerf writes the factor with json.dumps: it reads back exactly

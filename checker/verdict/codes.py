@@ -465,14 +465,48 @@ MLPERF_003 = _code(
     "MLPERF-003", ERROR, "more MLPerf runs dropped than allowed: no score",
     "MLPerf allows 1 dropped run (4 for unet3d)")
 MLPERF_004 = _code(
-    "MLPERF-004", WARNING, "fewer MLPerf result files than MLPerf requires for the benchmark",
-    "submit the number of runs MLPerf's rules require")
+    "MLPERF-004", ERROR, "fewer MLPerf result files than MLPerf requires for the benchmark (MLPerf: \"Incorrect "
+    "number of files\", an error)",
+    "submit the number of runs MLPerf's rules require (mlperf-logging's benchmark_meta)")
 MLPERF_005 = _code(
-    "MLPERF-005", WARNING, "scaling.json is not a JSON object with a positive scaling_factor (ignored)",
-    "scaling.json is written by MLPerf's review: {\"scaling_factor\": <number>}")
+    "MLPERF-005", WARNING, "scaling.json is not a JSON object with a positive scaling_factor (ignored: the "
+    "factor is computed from MLPerf's reference convergence points)",
+    "delete it, or submit the one MLPerf's package checker wrote: {\"scaling_factor\": <number>}")
 MLPERF_006 = _code(
     "MLPERF-006", ERROR, "an MLPerf benchmark folder that is not part of the ruleset in force",
     "check the round's folders with that round's ruleset (--mlperf-ruleset X.Y.Z, or a path naming the round)")
+MLPERF_007 = _code(
+    "MLPERF-007", ERROR, "more MLPerf result files than MLPerf requires for the benchmark (MLPerf requires the "
+    "exact number)",
+    "submit exactly the number of runs MLPerf's rules require; a run may not be chosen from more")
+MLPERF_008 = _code(
+    "MLPERF-008", ERROR, "an MLPerf system description lacks a field MLPerf's system description checker "
+    "requires for the ruleset",
+    "add the field (the list is mlperf-logging's system_desc_checker for the round)")
+MLPERF_009 = _code(
+    "MLPERF-009", ERROR, "an MLPerf system description field has a value or type MLPerf does not accept "
+    "(status, division, the fields of its summary line)",
+    "use one of the values the message names; the summary fields are strings")
+MLPERF_010 = _code(
+    "MLPERF-010", ERROR, "closed-division MLPerf runs break MLPerf's seed rules (no seed, a seed that is not an "
+    "integer with its source file and line, or the same seed from the same line in two runs)",
+    "seed every run differently and log it with mllog (key 'seed', metadata file and lineno)")
+MLPERF_011 = _code(
+    "MLPERF-011", INFO, "an MLPerf run logs more than one seed (one per rank is common)",
+    "nothing to fix when each seed is logged by mllog; MLPerf's seed checker notes it too (a Python warning)")
+MLPERF_012 = _code(
+    "MLPERF-012", ERROR, "closed-division MLPerf runs fail MLPerf's RCP check (convergence against the reference "
+    "convergence points mlperf-logging ships for the ruleset)",
+    "converge no faster than the reference allows at your batch size, or ask MLPerf for an RCP at that size")
+MLPERF_013 = _code(
+    "MLPERF-013", WARNING, "an MLPerf check fails but the folder's package_checker_params bypasses it "
+    "(MLPerf accepts it for the submission committee's review)",
+    "be ready to have the bypass reviewed by MLPerf's submission committee")
+MLPERF_014 = _code(
+    "MLPERF-014", ERROR, "a submitted scaling.json differs from the scaling factor computed from MLPerf's reference "
+    "convergence points (the computed one is used)",
+    "delete scaling.json or submit the one MLPerf's package checker wrote; a score is never scaled by a "
+    "submitted factor")
 # The weights re-evaluated (trainmark check --reevaluate, issue 30)
 REEVAL_001 = _code(
     "REEVAL-001", ERROR, "a trial's saved weights, re-evaluated, do not give its logged final metric "

@@ -1,0 +1,257 @@
+"""Every check MLPerf's package checker makes, made by our own code (issue 31, item 3).
+
+The untouched v4.0 sample passes with the scores MLPerf's summarizer gives; each mutation MLPerf's
+package checker rejects (dropped runs, a broken system description, duplicated seeds, an RCP failure)
+is an error here, and a forged scaling.json changes no score. Expected figures come from
+mlperf-logging 4.1.68's own tools run once on a scratch copy of the fixture (see test_checker_mlperf.py).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainmark.checker.check import CheckOptions, check_path
+from trainmark.checker.mlperf import mlperf_data, rcp
+from trainmark.checker.mlperf.seeds import seed_problems
+from trainmark.format.mllog_read import Event
+
+FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"
+needs_fixture = pytest.mark.skipif(not FIXTURE.is_dir(), reason="needs ../shared/fixtures/mlperf-training-v4.0")
+SYSTEM = "R760xax4L40S"
+RESNET_MINUTES = 85.95998333333334          # MLPerf's summarizer on the fixture
+BERT_FACTOR = 1.029979955725132             # what MLPerf's package checker writes into bert/scaling.json
+
+
+@pytest.fixture
+def sub(tmp_path) -> Path:
+    """A scratch copy of the fixture's Dell submitter folder."""
+    dest = tmp_path / "mlperf-training-v4.0"
+    shutil.copytree(FIXTURE, dest)
+    return dest / "Dell"
+
+
+def check(path: Path):
+    return check_path(path, CheckOptions(mlperf_ruleset="4.0.0"))
+
+
+def rules_of(report, severity: str | None = None) -> set[str]:
+    return {f.rule for f in report.findings if severity is None or f.severity == severity}
+
+
+def score_of(report, benchmark: str, system: str = SYSTEM) -> dict:
+    return next(b.score for b in report.benchmarks if (b.system, b.benchmark) == (system, benchmark))
+
+
+def edit(path: Path, change) -> None:
+    path.write_text(change(path.read_text(encoding="latin-1")), encoding="latin-1")
+
+
+# --- the untouched fixture -------------------------------------------------------------------------
+
+@needs_fixture
+def test_untouched_fixture_passes_every_package_check_with_computed_factors():
+    report = check_path(FIXTURE)
+    assert report.exit_code == 0 and not rules_of(report, "error")
+    for result in report.benchmarks:
+        assert result.score["rcp"]["passed"], result.rel
+    assert score_of(report, "bert")["scaling_factor"] == BERT_FACTOR   # computed, equal to MLPerf's file
+    assert score_of(report, "resnet")["score_minutes"] == pytest.approx(RESNET_MINUTES, rel=1e-12)
+
+
+# --- a. the number of result files -----------------------------------------------------------------
+
+@needs_fixture
+@pytest.mark.parametrize("kept", [4, 2])
+def test_fewer_result_files_than_required_is_an_error(sub, kept):
+    for k in range(kept, 5):
+        (sub / "results" / SYSTEM / "resnet" / f"result_{k}.txt").unlink()
+    report = check(sub)
+    assert "MLPERF-004" in rules_of(report, "error") and report.exit_code == 1
+
+
+@needs_fixture
+def test_a_benchmark_without_score_fails_the_check(sub):
+    for k in (2, 3, 4):
+        (sub / "results" / SYSTEM / "resnet" / f"result_{k}.txt").unlink()
+    report = check(sub)
+    assert score_of(report, "resnet")["score_minutes"] is None
+    assert report.exit_code == 1
+
+
+@needs_fixture
+def test_more_result_files_than_required_is_an_error(sub):
+    folder = sub / "results" / SYSTEM / "resnet"
+    shutil.copy(folder / "result_4.txt", folder / "result_5.txt")
+    report = check(sub)
+    assert {"MLPERF-007", "MLPERF-010"} <= rules_of(report, "error")   # the copy repeats a seed too
+
+
+# --- b. the system description ---------------------------------------------------------------------
+
+def _edit_system(sub: Path, change) -> None:
+    path = sub / "systems" / f"{SYSTEM}.json"
+    desc = json.loads(path.read_text())
+    change(desc)
+    path.write_text(json.dumps(desc))
+
+
+@needs_fixture
+def test_missing_field_and_old_status_are_errors(sub):
+    def breaks(desc):
+        del desc["accelerator_model_name"]
+        desc["status"] = "available"
+    _edit_system(sub, breaks)
+    report = check(sub)
+    found = {(f.rule, f.seen) for f in report.findings}
+    assert ("MLPERF-008", "absent") in found and ("MLPERF-009", "available") in found
+    assert report.exit_code == 1
+
+
+@needs_fixture
+def test_status_before_v4_is_not_checked(sub):
+    """MLPerf checks the status values from Training 4.0.0 on."""
+    _edit_system(sub, lambda d: d.update(status="available"))
+    assert "MLPERF-009" not in rules_of(check_path(sub, CheckOptions(mlperf_ruleset="3.1.0")))
+
+
+@needs_fixture
+@pytest.mark.parametrize("field,value", [("accelerators_per_node", 4), ("division", "Closed")])
+def test_summary_fields_are_strings_and_division_closed_or_open(sub, field, value):
+    _edit_system(sub, lambda d: d.update({field: value}))
+    assert "MLPERF-009" in rules_of(check(sub), "error")
+
+
+def test_required_fields_are_read_from_mlperf_logging():
+    fields = mlperf_data.system_required_fields()
+    assert {"accelerator_model_name", "division", "status", "sw_notes"} <= set(fields) and len(fields) >= 30
+    assert "Available cloud" in mlperf_data.system_status_values()
+
+
+# --- c. seeds --------------------------------------------------------------------------------------
+
+def _seed_of(path: Path) -> str:
+    return re.search(r'"key": "seed", "value": (\d+)', path.read_text(encoding="latin-1"))[1]
+
+
+@needs_fixture
+def test_duplicated_seed_is_an_error(sub):
+    folder = sub / "results" / SYSTEM / "resnet"
+    seed = _seed_of(folder / "result_0.txt")
+    edit(folder / "result_1.txt", lambda t: re.sub(r'("key": "seed", "value": )\d+', rf"\g<1>{seed}", t))
+    report = check(sub)
+    (finding,) = [f for f in report.findings if f.rule == "MLPERF-010"]
+    assert finding.file.endswith("resnet/result_1.txt") and finding.line is not None
+    assert report.exit_code == 1
+
+
+@needs_fixture
+def test_run_without_seed_is_an_error(sub):
+    edit(sub / "results" / SYSTEM / "resnet" / "result_2.txt",
+         lambda t: "".join(line for line in t.splitlines(keepends=True) if '"key": "seed"' not in line))
+    assert "MLPERF-010" in rules_of(check(sub), "error")
+
+
+@needs_fixture
+def test_seed_bypass_is_a_warning_only_as_mlperf_reads_it(sub):
+    folder = sub / "results" / SYSTEM / "resnet"
+    seed = _seed_of(folder / "result_0.txt")
+    edit(folder / "result_1.txt", lambda t: re.sub(r'("key": "seed", "value": )\d+', rf"\g<1>{seed}", t))
+    (folder / "package_checker_params").write_text("seed-checker-bypass\n")  # the newline: MLPerf ignores it
+    assert "MLPERF-010" in rules_of(check(sub))
+    (folder / "package_checker_params").write_text("seed-checker-bypass")
+    report = check(sub)
+    assert "MLPERF-010" not in rules_of(report) and "MLPERF-013" in rules_of(report, "warning")
+
+
+def test_seed_rules_as_mlperfs_seed_checker():
+    def seed(value, line=1, source="train.py", lineno=7):
+        return Event(line, "", 0.0, "seed", value, {"file": source, "lineno": lineno}, "POINT_IN_TIME")
+    problems = seed_problems([("a", [seed(1)]), ("b", [seed(1)]), ("c", [seed("x")]), ("d", []),
+                              ("e", [seed(2), seed(3, lineno=8)]), ("f", None)])
+    assert [(p.file, p.error) for p in problems] == [("b", True), ("c", True), ("d", True), ("e", False),
+                                                     ("f", True)]
+
+
+# --- d. RCP and the scaling factor -----------------------------------------------------------------
+
+def _shrink_epochs(text: str) -> str:
+    """Every evaluation at half its epoch: converging twice as fast as any reference allows."""
+    def half(match):
+        return f'{match[1]}{int(match[2]) // 2}'
+    return "\n".join(re.sub(r'("epoch_num": )(\d+)', half, line) if '"key": "eval_accuracy"' in line else line
+                     for line in text.split("\n"))
+
+
+@needs_fixture
+def test_rcp_failure_is_an_error(sub):
+    for path in (sub / "results" / SYSTEM / "resnet").glob("result_*.txt"):
+        edit(path, _shrink_epochs)
+    report = check(sub)
+    (finding,) = [f for f in report.findings if f.rule == "MLPERF-012"]
+    assert finding.file.endswith("resnet") and "Missing RCP" in finding.message
+    assert report.exit_code == 1
+
+
+@needs_fixture
+def test_rcp_bypass_is_a_warning_and_scales_nothing(sub):
+    folder = sub / "results" / SYSTEM / "resnet"
+    for path in folder.glob("result_*.txt"):
+        edit(path, _shrink_epochs)
+    (folder.parent / "package_checker_params").write_text("rcp-bypass")   # system-wide, as MLPerf reads it
+    report = check(sub)
+    assert "MLPERF-012" not in rules_of(report) and "MLPERF-013" in rules_of(report, "warning")
+    assert score_of(report, "resnet")["scaling_factor"] == 1.0
+
+
+@needs_fixture
+@pytest.mark.parametrize("forged", [0.5, 0.0001, 2.0])
+def test_forged_scaling_json_is_an_error_and_never_scales(sub, forged):
+    (sub / "results" / SYSTEM / "resnet" / "scaling.json").write_text(json.dumps({"scaling_factor": forged}))
+    (sub / "results" / SYSTEM / "bert" / "scaling.json").write_text(json.dumps({"scaling_factor": forged}))
+    report = check(sub)
+    assert {f.file.split("/")[-2] for f in report.findings if f.rule == "MLPERF-014"} == {"resnet", "bert"}
+    assert report.exit_code == 1
+    assert score_of(report, "resnet")["score_minutes"] == pytest.approx(RESNET_MINUTES, rel=1e-12)
+    assert score_of(report, "bert")["scaling_factor"] == BERT_FACTOR
+
+
+@needs_fixture
+def test_scaling_factor_is_computed_without_scaling_json(sub):
+    (sub / "results" / SYSTEM / "bert" / "scaling.json").unlink()
+    report = check(sub)
+    assert score_of(report, "bert")["score_minutes"] == pytest.approx(82.69514655800441, rel=1e-12)
+    assert not rules_of(report, "error")
+
+
+@needs_fixture
+def test_open_division_has_no_rcp_and_no_factor(sub):
+    _edit_system(sub, lambda d: d.update(division="open"))
+    (sub / "results" / SYSTEM / "bert" / "scaling.json").unlink()
+    report = check(sub)
+    bert = score_of(report, "bert")
+    assert bert["rcp"] is None and bert["scaling_factor"] == 1.0
+
+
+def test_rcp_statistics_are_mlperfs():
+    """The figures MLPerf's RCP checker logs on the fixture (package checker, training 4.0.0)."""
+    bert = next(p for p in rcp.reference_points("4.0.0", "bert") if p.batch_size == 448)
+    assert (bert.mean, bert.min_mean) == (2414421.3333333335, pytest.approx(2274732.0290379203, rel=1e-12))
+    gnn = rcp.prune(rcp.reference_points("4.0.0", "gnn"), "gnn", 10)
+    assert [p.batch_size for p in gnn] == [4096, 32768, 262144]
+    low, high = gnn[0], gnn[1]
+    point = rcp.interpolate(8192, low, high, "gnn", 10)
+    assert point.mean == pytest.approx(0.8103174603174603, rel=1e-12)
+    assert point.min_mean == pytest.approx(0.786132570296999, rel=1e-12)
+
+
+@pytest.mark.parametrize("scale", [0.96, 0.98, 1.0, 1.2, 3.0])
+def test_scaling_factor_is_never_below_one(scale):
+    """MLPerf's factor is reference mean / submission mean, floored at 1, and only when the check passes."""
+    runs = [rcp.RunConvergence(256, "ssd", 4 * scale) for _ in range(5)]
+    verdict = rcp.check_rcp(runs, "ssd", "4.0.0")
+    assert verdict.scaling_factor >= 1.0
+    assert verdict.passed == (scale >= 1.0)          # ssd's smallest reference converges in 4 epochs, stdev 0
