@@ -45,14 +45,16 @@ def joules(spans: list[tuple[str, int, int]], t0: float, t: float, level=WATTS) 
     return total + level[None] * max(0.0, t - at) / 1000
 
 
-def telemetry_rows(path, spans, t0, cpu_pct=CPU_PCT) -> None:
-    """Rewrite telemetry.csv at its own times with the power and CPU use of ``spans``."""
+def telemetry_rows(path, spans, t0, cpu_pct=CPU_PCT, **more: dict) -> None:
+    """Rewrite telemetry.csv at its own times with the power and CPU use of ``spans`` (and ``more`` columns,
+    ``other_cpu_pct={"epoch": ..., "eval": ..., None: ...}`` for ``other.cpu_pct``)."""
     times = [int(line.split(",")[0]) for line in path.read_text().splitlines()[1:]]
-    lines = [f"time_ms,{DOMAIN}.power_w,run.cpu_pct", f"{times[0]},,"]
+    levels = {"run.cpu_pct": cpu_pct, **{k.replace("_", ".", 1): v for k, v in more.items()}}
+    lines = [",".join(["time_ms", f"{DOMAIN}.power_w", *levels]), f"{times[0]}," + "," * len(levels)]
     for a, b in zip(times, times[1:]):
-        watts = (joules(spans, t0, b) - joules(spans, t0, a)) / ((b - a) / 1000)
-        cpu = (joules(spans, t0, b, cpu_pct) - joules(spans, t0, a, cpu_pct)) / ((b - a) / 1000)
-        lines.append(f"{b},{watts:.6g},{cpu:.6g}")
+        cells = [(joules(spans, t0, b, level) - joules(spans, t0, a, level)) / ((b - a) / 1000)
+                 for level in (WATTS, *levels.values())]
+        lines.append(",".join([str(b), *(f"{c:.6g}" for c in cells)]))
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -207,6 +209,32 @@ def test_evaluation_working_like_training_while_training_idles_is_an_error(tmp_p
                        cpu_pct={"epoch": 10.0, "eval": 95.0, None: 10.0})
     rc, report = check(root, capsys)
     assert rc == 1 and "TELEMETRY-005" in error_codes(report)
+
+
+def retimeline(bench, **columns) -> None:
+    for k in TRIALS:
+        records = read_records(bench / f"result_{k}.txt")
+        telemetry_rows(bench / f"trial_{k}" / "telemetry.csv", windows(records), records[0]["time_ms"], **columns)
+
+
+def test_a_neighbour_pausing_during_evaluations_is_not_a_contradiction(tmp_path, capsys):
+    """Honest, on a shared machine: the run gets a quarter of the CPUs while training and more while a
+    neighbour pauses during the evaluations; as a share of what the neighbour left free it worked alike."""
+    root, bench = measured(tmp_path)
+    retimeline(bench, cpu_pct={"epoch": 25.0, "eval": 60.0, None: 10.0},
+               other_cpu_pct={"epoch": 75.0, "eval": 30.0, None: 20.0},
+               cpu_steal_pct={"epoch": 0.0, "eval": 0.0, None: 0.0})
+    rc, report = check(root, capsys)
+    assert rc == 0 and "TELEMETRY-005" not in {f["rule"] for f in report["findings"]}
+
+
+def test_idle_training_beside_busy_evaluations_on_a_quiet_machine_is_an_error(tmp_path, capsys):
+    root, bench = measured(tmp_path)
+    retimeline(bench, cpu_pct={"epoch": 5.0, "eval": 90.0, None: 5.0},
+               other_cpu_pct={"epoch": 5.0, "eval": 5.0, None: 5.0},
+               cpu_steal_pct={"epoch": 0.0, "eval": 0.0, None: 0.0})
+    rc, report = check(root, capsys)
+    assert rc == 1 and error_codes(report) == {"TELEMETRY-005"}
 
 
 def test_times_compressed_in_the_logs_but_not_in_the_telemetry_is_an_error(tmp_path, capsys):

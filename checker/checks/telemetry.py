@@ -25,7 +25,17 @@ from trainmark.checker.verdict.codes import (
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
-from trainmark.format.telemetry import COLUMN, FILE_NAME, GAP_S, POWER_SUFFIX, RUN_CPU, THROTTLE_MASK, throttle_names
+from trainmark.format.telemetry import (
+    COLUMN,
+    FILE_NAME,
+    GAP_S,
+    OTHER_CPU,
+    POWER_SUFFIX,
+    RUN_CPU,
+    STEAL_CPU,
+    THROTTLE_MASK,
+    throttle_names,
+)
 
 MAX_COLUMNS = 4096
 MAX_GAP_FINDINGS = 10  # per file; the last finding says how many more
@@ -34,6 +44,7 @@ MAX_GAP_FINDINGS = 10  # per file; the last finding says how many more
 EVAL_OVER_TRAIN = 2.0
 NEAR_IDLE = 0.05
 MIN_EVAL_MS, MIN_TRAIN_MS = 2000, 5000   # less time than that under the windows: too few rows to judge
+MIN_FREE_PCT = 10.0   # the run's share of the CPU time others left it, never over less than this
 # TELEMETRY-006: the sampler writes a row at start, one per tick, one at each epoch's end and one at stop,
 # right after run_stop; 10 s covers a slow last read, 2% the clock's rounding of the period.
 END_SLACK_MS = 10_000
@@ -74,6 +85,7 @@ class Series:
     def __init__(self) -> None:
         self.times: list[float] = []
         self.run_cpu: list[float | None] | None = None
+        self.busy_elsewhere: dict[str, list[float | None]] = {}   # other.cpu_pct, cpu.steal_pct
         self.power: dict[str, list[float | None]] = {}
         self._columns: list[tuple[int, list]] = []
 
@@ -82,6 +94,8 @@ class Series:
             if c == RUN_CPU:
                 self.run_cpu = []
                 self._columns.append((i, self.run_cpu))
+            elif c in (OTHER_CPU, STEAL_CPU):
+                self._columns.append((i, self.busy_elsewhere.setdefault(c, [])))
             elif c.endswith(POWER_SUFFIX):
                 self._columns.append((i, self.power.setdefault(c[: -len(POWER_SUFFIX)], [])))
 
@@ -96,6 +110,14 @@ class Series:
             return None
         columns = list(self.power.values())
         return [None if None in row else sum(row) for row in zip(*columns)]
+
+    def run_share(self) -> list[float | None] | None:
+        """The run's CPU use as a percent of what other processes and the hypervisor left free (so a
+        neighbour's load that comes and goes does not look like the run's own work changing)."""
+        if self.run_cpu is None or len(self.busy_elsewhere) != 2:
+            return None
+        return [None if None in (run, other, steal) else 100 * run / max(100 - other - steal, MIN_FREE_PCT)
+                for run, other, steal in zip(self.run_cpu, *self.busy_elsewhere.values())]
 
     def overlaps(self, values: list[float | None], intervals: list[tuple[float, float]]
                  ) -> Iterator[tuple[float, float, float]]:
@@ -166,23 +188,38 @@ def check_span(series: Series, events: list[Event], period_s: float | None, rel:
 
 def check_timeline(series: Series, events: list[Event], rel: str, findings: Findings) -> None:
     """TELEMETRY-005: the run's CPU use and the power, time-weighted over the evaluation windows, against
-    the same over the training (epoch) windows."""
+    the same over the training (epoch) windows. The CPU use must contradict both as measured and as a share
+    of the CPU time the rest of the machine left free (a neighbour's load changes the first alone)."""
     epochs = _pairs(events, mllog.EPOCH_START, mllog.EPOCH_STOP)
     evals = _pairs(events, mllog.EVAL_START, mllog.EVAL_STOP)
-    for name, values in ((f"the run's CPU use ({RUN_CPU})", series.run_cpu),
-                         ("the power (every *.power_w)", series.total_power())):
-        if values is None or not epochs or not evals:
-            continue
-        train, train_ms = series.mean(values, epochs)
-        ev, eval_ms = series.mean(values, evals)
-        peak = max((abs(v) for v in values if v is not None), default=0.0)
-        if train_ms < MIN_TRAIN_MS or eval_ms < MIN_EVAL_MS:
-            continue
-        if ev > EVAL_OVER_TRAIN * train + NEAR_IDLE * peak:
-            findings.add(TELEMETRY_005, rel, f"{name} averages {ev:.4g} in the evaluation windows but {train:.4g} "
-                         f"in the training windows: the run worked harder while evaluating than while training",
-                         expected=f"<= {EVAL_OVER_TRAIN:g} x {train:.4g} + {NEAR_IDLE:g} x {peak:.4g}",
-                         seen=f"{ev:.4g}")
+    if not epochs or not evals:
+        return
+    cpu = [_harder_in_eval(series, v, epochs, evals) for v in (series.run_cpu, series.run_share())]
+    if cpu[0] and (cpu[1] or series.run_share() is None):
+        _report_timeline(f"the run's CPU use ({RUN_CPU})", cpu[0], rel, findings)
+    power = _harder_in_eval(series, series.total_power(), epochs, evals)
+    if power:
+        _report_timeline("the power (every *.power_w)", power, rel, findings)
+
+
+def _harder_in_eval(series: Series, values: list[float | None] | None, epochs: list[tuple[float, float]],
+                    evals: list[tuple[float, float]]) -> tuple[float, float, float] | None:
+    """(evaluation mean, training mean, peak) where the evaluations worked harder than the bound allows."""
+    if values is None:
+        return None
+    train, train_ms = series.mean(values, epochs)
+    ev, eval_ms = series.mean(values, evals)
+    peak = max((abs(v) for v in values if v is not None), default=0.0)
+    if train_ms < MIN_TRAIN_MS or eval_ms < MIN_EVAL_MS or ev <= EVAL_OVER_TRAIN * train + NEAR_IDLE * peak:
+        return None
+    return ev, train, peak
+
+
+def _report_timeline(name: str, seen: tuple[float, float, float], rel: str, findings: Findings) -> None:
+    ev, train, peak = seen
+    findings.add(TELEMETRY_005, rel, f"{name} averages {ev:.4g} in the evaluation windows but {train:.4g} in the "
+                 "training windows: the run worked harder while evaluating than while training",
+                 expected=f"<= {EVAL_OVER_TRAIN:g} x {train:.4g} + {NEAR_IDLE:g} x {peak:.4g}", seen=f"{ev:.4g}")
 
 
 class Scan:

@@ -19,6 +19,7 @@ PER_CPU_COLUMN = re.compile(r"cpu[0-9]+\.")  # one column per CPU: in the file, 
 # The columns the checker reads as evidence (docs/energy.md): the run's CPU use and power per domain.
 RUN_CPU = "run.cpu_pct"
 OTHER_CPU = "other.cpu_pct"
+STEAL_CPU = "cpu.steal_pct"
 POWER_SUFFIX = ".power_w"
 
 # NVML clocks-event ("throttle") reasons that slow the GPU down; idle, application clocks,
