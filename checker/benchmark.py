@@ -12,7 +12,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from trainmark.checker.checks import conformity, curve, energy, ranks
+from trainmark.checker.checks import conformity, curve, distinct, energy, ranks, work_time
 from trainmark.checker.checks import mllog as mllog_check
 from trainmark.checker.checks import trials as trials_check
 from trainmark.checker.checks.agreement import check_agreement
@@ -152,7 +152,9 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
     trials_check.check_trial_outcomes(ordered, findings)
     curve.check_curves(ordered, rules, division, findings)
-    other_load = _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings)
+    other_load = _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings,
+                               events_by_trial)
+    distinct.check_curves_distinct(ordered, findings)
     scoring = rules.scoring
     result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
                                    int(scoring["max_not_converged"])).to_dict()
@@ -244,13 +246,15 @@ def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list
 
 def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str], trial_dirs: dict[int, str],
                   records: dict[int, TrialRecord], rules: BenchmarkRules, division: str, ctx: TrainmarkContext,
-                  findings: Findings) -> dict[int, float | None]:
-    """Conformity of every trial's model and trial.json; returns each trial's recorded other CPU load."""
+                  findings: Findings, events_by_trial: dict[int, list[Event]]) -> dict[int, float | None]:
+    """Conformity of every trial's model and trial.json, the work done in its windows (WORK-001..003) and
+    its weights (WORK-004, WORK-005); returns each trial's recorded other CPU load."""
     reference, why = ctx.references.describe(rules)
     if reference is None and why not in ctx.notes:
         ctx.notes.append(why)
     other_load: dict[int, float | None] = {}
     baseline: tuple[int, str] | None = None  # the first trial's model
+    digests: dict[int, tuple[str, str]] = {}
     for k in sorted(results):
         trial_rel = _join(folder.rel, layout.trial_dir(k))
         if k not in trial_dirs:
@@ -263,9 +267,15 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
                  "system_name": folder.system}
         summary = check_trial_json(tree, _join(trial_rel, layout.TRIAL_JSON), records.get(k), names, rules, findings)
         other_load[k] = summary.get("other_cpu_load_pct") if summary else None
+        if records.get(k) is not None:
+            work_time.check_trial(events_by_trial.get(k, []), records[k], summary, rules, findings)
         structure_rel = _join(trial_rel, layout.STRUCTURE_FILE)
         desc, text = conformity.read_structure(tree, structure_rel, findings)
-        conformity.check_weights(tree, _join(trial_rel, layout.MODEL_FILE), desc, findings)
+        model_rel = _join(trial_rel, layout.MODEL_FILE)
+        conformity.check_weights(tree, model_rel, desc, findings)
+        digest = distinct.weights_digest(tree, model_rel, findings)
+        if digest is not None:
+            digests[k] = (model_rel, digest)
         if desc is None:
             continue
         record = records.get(k)
@@ -277,6 +287,7 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
         if baseline[1] != desc["fingerprint"]:
             findings.add(CONFORM_007, structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
                          expected=baseline[1], seen=desc["fingerprint"])
+    distinct.check_weights_distinct(digests, {k: r.value(mllog.SEED) for k, r in records.items()}, findings)
     return other_load
 
 

@@ -40,6 +40,16 @@ def tiny_reference_model():
     return MLP(16, [32, 10], norm_layer=torch.nn.BatchNorm1d)
 
 
+def trained_weights(weights: dict, seed: int) -> dict:
+    """The model's weights moved a little by the trial's seed: distinct trials have distinct weights (WORK-004)
+    and no trained tensor is constant (WORK-005)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return {k: v + 1e-3 * torch.randn(v.shape, generator=generator, dtype=v.dtype) if v.is_floating_point() else v
+            for k, v in weights.items()}
+
+
 def default_plans(rules, count: int | None = None) -> list[TrialPlan]:
     """``count`` trials (the rules' number by default) that each reach the target in the last epoch,
     through the middle of the rules' first reference band where they have one (no CURVE-001)."""
@@ -53,6 +63,7 @@ def default_plans(rules, count: int | None = None) -> list[TrialPlan]:
         epochs = 5  # as resnet-mini's reference runs: every seed in epoch 5 (CONVERGE-001)
         metrics = [middle[e] if e in middle and not rules.reached(middle[e], target)
                    else round(target - sign * 0.05 * (epochs - e), 6) for e in range(1, epochs)]
+        metrics[0] = round(metrics[0] - sign * 0.0001 * k, 6)  # each seed its own curve (WORK-004)
         metrics.append(round(target + sign * 0.0031, 6))
         plans.append(TrialPlan(seed=1000 + 17 * k, metrics=metrics, epoch_s=30.0 + 1.5 * k))  # CV 0.07
     return plans
@@ -136,7 +147,7 @@ def write_benchmark_folder(folder: Path, rules, model, *, division: str = "close
         lines += [epochlog.format_line(stop_ms / 1000, k, e, metric) for stop_ms, e, metric in evals]
         trial_dir = folder / layout.trial_dir(k)
         trial_dir.mkdir(exist_ok=True)
-        save_file(weights, str(trial_dir / layout.MODEL_FILE))
+        save_file(trained_weights(weights, plan.seed), str(trial_dir / layout.MODEL_FILE))
         (trial_dir / layout.STRUCTURE_FILE).write_text(json.dumps(desc, indent=1) + "\n", encoding="utf-8")
         summary = trial_summary(folder / layout.result_file(k), rules, k, plan, division, submitter, system)
         (trial_dir / layout.TRIAL_JSON).write_text(json.dumps(summary) + "\n", encoding="utf-8")

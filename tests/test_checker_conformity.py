@@ -53,7 +53,8 @@ def one_layer_more():
 def replace_model(trial_dir, model):
     desc = structure.describe(model)
     (trial_dir / "structure.json").write_text(json.dumps(desc, indent=2))
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(trial_dir / "model.safetensors"))
+    weights = synthetic.trained_weights(model.state_dict(), seed=7)  # trained: no constant tensor (WORK-005)
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(trial_dir / "model.safetensors"))
     return desc
 
 

@@ -415,7 +415,7 @@ def test_converge_001_counts_epochs_not_evaluations(tmp_path):
 
 def test_convergence_points_are_kept_per_implementation(tmp_path):
     """A TensorFlow twin's trials are judged by the points of ``resnet-mini@tensorflow``: without them,
-    CONVERGE-002 says they are not verified (the PyTorch reference's points do not judge them); with
+    CONVERGE-003 says they cannot be judged, an error (the PyTorch reference's points do not judge them); with
     them, a twin faster than its own calibration is CONVERGE-001."""
     import yaml
 
@@ -434,8 +434,8 @@ def test_convergence_points_are_kept_per_implementation(tmp_path):
         plan.framework = "tensorflow"
     synthetic.write_submission(tmp_path / "sub", RULES, synthetic.tiny_reference_model(), plans=plans)
     report = check_path(tmp_path / "sub", rules_with_twin_points(tmp_path / "none", None))
-    finding = assert_finding(report, "CONVERGE-002", BENCH, None)
-    assert "resnet-mini@tensorflow" in finding.message and report.exit_code == 0
+    finding = assert_finding(report, "CONVERGE-003", BENCH, None)
+    assert "resnet-mini@tensorflow" in finding.message and finding.severity == "error"
     assert not [f for f in report.findings if f.rule == "CONVERGE-001"]
     slow_twin = rules_with_twin_points(tmp_path / "seven", 7)  # the twin's calibration: 7 epochs
     report = check_path(tmp_path / "sub", slow_twin)
@@ -455,7 +455,7 @@ def test_a_hostile_framework_name_stays_out_of_the_findings(tmp_path):
     for plan in plans:
         plan.framework = "\x1b[2J" + "x" * 200  # a longer line is refused whole (MLLOG-010)
     synthetic.write_submission(tmp_path, RULES, synthetic.tiny_reference_model(), plans=plans)
-    finding = assert_finding(check_path(tmp_path, TINY), "CONVERGE-002", BENCH, None)
+    finding = assert_finding(check_path(tmp_path, TINY), "CONVERGE-003", BENCH, None)
     assert "resnet-mini@unknown-framework" in finding.message
     assert "\x1b" not in finding.message and len(finding.message) < 300
 
@@ -475,15 +475,29 @@ def test_a_log_without_epoch_stops_cannot_pass_as_converged(tmp_path):
     assert report.exit_code == 1 and {"MLLOG-002", "MLLOG-007"} <= errors, errors
 
 
-def test_converge_002_batch_size_without_reference_is_a_warning(root):
+def test_converge_003_batch_size_outside_the_calibrated_range_is_an_error(root):
+    """Issue 30: a closed result at a batch size nobody calibrated cannot pass unjudged."""
     for k in range(1, 6):
         synthetic.edit_mllog(result_file(root, k), "global_batch_size", lambda r: {**r, "value": 1024})
         trial_json = root / BENCH / f"trial_{k}" / "trial.json"  # trial.json must agree with the MLLOG
         data = json.loads(trial_json.read_text())
         trial_json.write_text(json.dumps({**data, "hparams": {**data["hparams"], "global_batch_size": 1024}}))
     report = check_path(root, TINY)
-    assert_finding(report, "CONVERGE-002", BENCH, None)
-    assert report.exit_code == 0
+    assert assert_finding(report, "CONVERGE-003", BENCH, None).severity == "error"
+    assert report.exit_code == 1
+
+
+def test_converge_002_rules_without_any_points_warn_that_nothing_was_verified(root, tmp_path):
+    """A full-size benchmark whose rules carry no points yet: the rules lack the evidence, not the submitter."""
+    import yaml
+
+    folder = tmp_path / "rules" / "1.1"
+    folder.mkdir(parents=True)
+    data = yaml.safe_load(RULES.path.read_text())
+    data["convergence"]["points"] = []
+    (folder / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
+    report = check_path(root, CheckOptions(rules_root=folder.parent, reference_builder=TINY.reference_builder))
+    assert assert_finding(report, "CONVERGE-002", BENCH, None).severity == "warning"
 
 
 def test_rules_001_unknown_rules_version_is_refused(root):

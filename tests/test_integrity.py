@@ -45,7 +45,7 @@ def test_each_batch_size_is_judged_against_its_own_reference(tmp_path):
         synthetic.edit_mllog(bench / f"result_{k}.txt", "global_batch_size", lambda r: {**r, "value": 1024})
     report = check_path(tmp_path, TINY)
     assert any(f.rule == "CONVERGE-001" and "trials 1, 2, 3" in f.message for f in report.findings)
-    assert any(f.rule == "CONVERGE-002" and "trials 4, 5" in f.message for f in report.findings)
+    assert any(f.rule == "CONVERGE-003" and "trials 4, 5" in f.message for f in report.findings)
 
 
 def test_mixed_precision_across_trials_is_an_error_in_closed(submission_copy):

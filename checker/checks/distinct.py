@@ -59,11 +59,14 @@ def weights_digest(tree: SafeTree, rel: str, findings: Findings) -> str | None:
     return digest.hexdigest()
 
 
-def check_weights_distinct(digests: dict[int, tuple[str, str]], findings: Findings) -> None:
-    """``digests``: trial -> (weights file, sha256 of its data). Two trials with the same weights: WORK-004."""
+def check_weights_distinct(digests: dict[int, tuple[str, str]], seeds: dict[int, object], findings: Findings) -> None:
+    """``digests``: trial -> (weights file, sha256 of its data). Two trials with the same weights under different
+    seeds: WORK-004 (the same seed twice is SEED-002's finding: one finding per problem)."""
     first_with: dict[str, int] = {}
     for k in sorted(digests):
         rel, digest = digests[k]
+        if digest in first_with and seeds.get(first_with[digest]) == seeds.get(k):
+            continue
         if digest in first_with:
             other = first_with[digest]
             findings.add(WORK_004, rel, f"trial {k}'s weights are byte for byte trial {other}'s: not a distinct "

@@ -160,6 +160,17 @@ class SafeTree:
         finally:
             os.close(fd)
 
+    def read_range(self, rel: str, offset: int, length: int) -> bytes:
+        """``length`` bytes from ``offset`` (fewer at the end of the file): weights are read a tensor at a
+        time, never whole."""
+        fd, _ = self._open_file_fd(rel)
+        try:
+            return os.pread(fd, length, offset)
+        except OSError as exc:
+            raise UnsafeEntry(HOSTILE_007, f"{rel} cannot be read: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
     def list_dir(self, rel: str = "") -> list[Entry]:
         """The folder's entries by name, links reported as links (never followed)."""
         parts = self._split(rel)
