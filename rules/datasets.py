@@ -6,11 +6,23 @@ folders and files, and the SHA-256 of the sorted lines ``<relative path>\t<size 
 every regular file under it. Hashing 140 GB of JPEGs before every run is impractical; the
 listing catches a missing, extra, renamed, truncated or re-encoded file from one ``stat`` per
 file (seconds), though not a same-size corruption.
+
+Nothing here opens a file before ``stat`` says it is a regular one: a FIFO would block the
+read forever, a device could be endless. Before any byte is hashed the cheap facts decide:
+the size the rules pin (``archives``' ``bytes``); for a file the rules pin by checksum alone,
+a bound (``PINNED_FILE_MAX_BYTES``: the largest such file today is 26 MB); and a file with
+fewer than 1/``SPARSE_RATIO`` of its bytes on disk (``truncate -s 20G``) is mostly holes, not
+downloaded data. Archives pinned by md5 alone (ImageNet's) are otherwise hashed in full
+(minutes): their sizes belong in the rules. ``trainmark data prepare`` refuses a ``--source``
+that is, or holds, anything but regular files and folders, and a data folder holding a special
+file where the reference writes (``refuse_special_files``).
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
+import stat
 from pathlib import Path
 
 from trainmark.digest import file_digests, sha256_file
@@ -24,6 +36,62 @@ def resolve_data_dir(rules: BenchmarkRules, data_dir: Path | None) -> Path:
 
 
 LISTING_SCHEME = "sha256-of-sorted-path-tab-size-lines/1"
+PINNED_FILE_MAX_BYTES = 1 << 30  # a file pinned by its sha256 alone; larger ones are refused, not hashed
+SPARSE_RATIO = 16                # fewer than 1/16 of its bytes on disk: a file of holes (compressed file
+#                                  systems store data files at 1-4:1)
+SPARSE_FROM_BYTES = 1 << 20
+SOURCE_MAX_ENTRIES = 100_000     # entries of --source looked at; a source larger than this is not a mini's
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def unhashable(path: Path, max_bytes: int | None = None) -> str | None:
+    """Why ``path`` is not hashed (never opened): missing, not a regular file, mostly holes, or larger than
+    ``max_bytes``; None when it may be read."""
+    try:
+        st = os.stat(path)  # follows a link: a data folder may link to where the data lies
+    except OSError as exc:
+        return f"{path}: {'a link to nothing' if os.path.lexists(path) else 'missing'}" if \
+            isinstance(exc, FileNotFoundError) else f"{path}: cannot be read ({exc.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path}: not a regular file (a {_kind(st.st_mode)}); never opened"
+    on_disk = getattr(st, "st_blocks", None)
+    if on_disk is not None and st.st_size >= SPARSE_FROM_BYTES and on_disk * 512 * SPARSE_RATIO < st.st_size:
+        return (f"{path}: {st.st_size} bytes of which {on_disk * 512} are on disk (a sparse file, not "
+                "downloaded data); not hashed")
+    if max_bytes is not None and st.st_size > max_bytes:
+        return (f"{path}: {st.st_size} bytes; the rules pin it by sha256 alone and no such file is larger than "
+                f"{max_bytes} bytes; not hashed")
+    return None
+
+
+def refuse_special_files(folder: Path, what: str, recursive: bool = True) -> None:
+    """``UserError`` naming the first entry of ``folder`` (or ``folder`` itself) that is neither a regular file
+    nor a folder: ``trainmark data prepare`` would block forever opening a FIFO. Nothing is opened."""
+    from trainmark.errors import UserError
+
+    pending, seen = [Path(folder)], 0
+    while pending and seen < SOURCE_MAX_ENTRIES:
+        path = pending.pop()
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # missing: the reference says so in its own words
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise UserError(f"{what} {path}: not a regular file or folder (a {_kind(mode)}); never opened")
+        seen += 1
+        if stat.S_ISDIR(mode) and (recursive or path == Path(folder)):
+            try:
+                with os.scandir(path) as entries:
+                    pending += [Path(e.path) for e in itertools.islice(entries, SOURCE_MAX_ENTRIES - seen)]
+            except OSError:
+                continue
 
 
 def listing(split_dir: Path) -> tuple[int, int, str]:
@@ -85,10 +153,8 @@ def verify_dataset(rules: BenchmarkRules, folder: Path) -> list[str]:
     problems = verify_listing(rules.dataset["listing"], folder) if "listing" in rules.dataset else []
     for name, expected in files.items():
         path = Path(folder) / name
-        if os.path.lexists(path) and not path.is_file():
-            problems.append(f"{path}: not a regular file (a FIFO, device or folder)")
-        elif not path.is_file():
-            problems.append(f"{path}: missing")
+        if why := unhashable(path, PINNED_FILE_MAX_BYTES):
+            problems.append(why)
         elif (actual := sha256_file(path)) != expected:
             problems.append(f"{path}: sha256 {actual[:16]}..., rules say {expected[:16]}...")
     return problems
@@ -99,11 +165,11 @@ def archive_problems(archives: dict[str, dict], folder: Path) -> list[str]:
     problems = []
     for name, sums in archives.items():
         path = Path(folder) / name
-        if not path.is_file():
-            problems.append(f"{path}: missing")
+        if path.is_file() and "bytes" in sums and (size := path.stat().st_size) != sums["bytes"]:
+            problems.append(f"{path}: {size} bytes, rules say {sums['bytes']}")  # before anything is read
             continue
-        if "bytes" in sums and (size := path.stat().st_size) != sums["bytes"]:
-            problems.append(f"{path}: {size} bytes, rules say {sums['bytes']}")
+        if why := unhashable(path):
+            problems.append(why)
             continue
         actual = file_digests(path, tuple(kind for kind in ("md5", "sha256") if kind in sums))
         problems += [f"{path}: {kind} {value}, rules say {sums[kind]}" for kind, value in actual.items()

@@ -5,15 +5,19 @@ an archive member that expands past a ratio, FIFOs and sparse files in a dataset
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import os
 import re
+import signal
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
 import synthetic
+import yaml
 
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import epochs
@@ -211,3 +215,126 @@ def test_check_of_a_bomb_is_one_finding_and_exit_1(tmp_path, capsys):
     assert main(["check", str(path)]) == 1
     out = capsys.readouterr()
     assert "ARCHIVE-008" in out.out and "closed/acme/zeros.bin" in out.out and "Traceback" not in out.err
+
+
+# -- 5. data prepare and verify: never open a FIFO, never hash a sparse file ------------------------------
+@contextlib.contextmanager
+def no_hang(seconds: int = 20):
+    """A blocked open() ends in a failure here, never in a hung test run."""
+    def stop(_signum, _frame):
+        raise TimeoutError(f"still blocked after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+def test_prepare_refuses_a_fifo_source(tmp_path, capsys):
+    os.mkfifo(tmp_path / "kjv.txt")
+    with no_hang():  # was: blocked forever in read_text
+        code = main(["data", "prepare", "lstm-mini", "--source", str(tmp_path / "kjv.txt"),
+                     "--data-dir", str(tmp_path / "out")])
+    assert code == 2
+    line = one_error_line(capsys)
+    assert f"--source {tmp_path / 'kjv.txt'}: not a regular file or folder (a FIFO)" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_prepare_refuses_a_fifo_inside_the_source_folder(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "web.osis").write_text("x")
+    os.mkfifo(tmp_path / "src" / "kjv.osis")
+    with no_hang():
+        code = main(["data", "prepare", "transformer-mini", "--source", str(tmp_path / "src"),
+                     "--data-dir", str(tmp_path / "out")])
+    assert code == 2 and "src/kjv.osis: not a regular file or folder (a FIFO)" in one_error_line(capsys)
+
+
+def test_prepare_refuses_a_fifo_where_it_would_write(tmp_path, capsys):
+    (tmp_path / "kjv.txt").write_text("")
+    (tmp_path / "out").mkdir()
+    os.mkfifo(tmp_path / "out" / "kjv.train.txt")
+    with no_hang():  # writing into a FIFO blocks until someone reads it
+        code = main(["data", "prepare", "lstm-mini", "--source", str(tmp_path / "kjv.txt"),
+                     "--data-dir", str(tmp_path / "out")])
+    assert code == 2 and "--data-dir" in one_error_line(capsys)
+
+
+@pytest.fixture
+def pinned_data(rules_copy, tmp_path):
+    """tiny-test's rules pinning a.bin by sha256 and two archives (one with its size, one by md5 alone)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.bin").write_bytes(b"reference bytes")
+    path = rules_copy / "1.1" / "tiny-test.yaml"
+    rule = yaml.safe_load(path.read_text())
+    rule["dataset"]["files"] = {"a.bin": hashlib.sha256(b"reference bytes").hexdigest()}
+    rule["dataset"]["archives"] = {"sized.tgz": {"bytes": 1000, "sha256": "0" * 64}, "plain.tar": {"md5": "0" * 32}}
+    rule["dataset"]["default_dir"] = str(data)
+    path.write_text(yaml.safe_dump(rule))
+    return rules_copy, data
+
+
+def sparse(path: Path, size: int) -> None:
+    """``truncate -s SIZE PATH``: a file of ``size`` bytes with none of them on disk."""
+    path.touch()
+    os.truncate(path, size)
+
+
+def verify(rules_dir: Path, *framework: str) -> int:
+    return main(["data", "verify", "tiny-test", "--rules-dir", str(rules_dir), *framework])
+
+
+def test_verify_refuses_a_20_gb_sparse_file_without_hashing_it(pinned_data, capsys):
+    rules_dir, data = pinned_data
+    sparse(data / "a.bin", 20 << 30)  # was: 174 s of hashing zeros (8.7 s per GiB on this machine)
+    started = time.perf_counter()
+    assert verify(rules_dir) == 1
+    assert time.perf_counter() - started < 1
+    line = one_error_line(capsys)
+    assert f"a.bin: {20 << 30} bytes of which" in line and "sparse file" in line and "not hashed" in line
+
+
+def test_verify_refuses_a_fifo_in_place_of_a_pinned_file(pinned_data, capsys):
+    rules_dir, data = pinned_data
+    (data / "a.bin").unlink()
+    os.mkfifo(data / "a.bin")
+    with no_hang():
+        assert verify(rules_dir) == 1
+    assert "a.bin: not a regular file (a FIFO); never opened" in one_error_line(capsys)
+
+
+def test_a_file_pinned_by_sha256_alone_is_bounded_by_size(tmp_path):
+    from trainmark.rules import datasets
+
+    (tmp_path / "f").write_bytes(b"x" * 100)
+    assert datasets.unhashable(tmp_path / "f", 99).endswith("no such file is larger than 99 bytes; not hashed")
+    assert datasets.unhashable(tmp_path / "f", 100) is None
+    assert datasets.PINNED_FILE_MAX_BYTES >= 64 << 20  # the largest pinned today: 26 MB
+
+
+def test_tensorflow_verify_says_fifo_not_missing_and_compares_sizes_first(pinned_data, capsys):
+    rules_dir, data = pinned_data
+    os.mkfifo(data / "plain.tar")
+    sparse(data / "sized.tgz", 20 << 30)
+    started = time.perf_counter()
+    with no_hang():
+        assert verify(rules_dir, "--framework", "tensorflow") == 1
+    assert time.perf_counter() - started < 1
+    line = one_error_line(capsys)
+    assert "plain.tar: not a regular file (a FIFO); never opened" in line and "plain.tar: missing" not in line
+    assert f"sized.tgz: {20 << 30} bytes, rules say 1000" in line
+    (data / "plain.tar").unlink()
+    sparse(data / "plain.tar", 20 << 30)  # pinned by md5 alone: its holes give it away
+    assert verify(rules_dir, "--framework", "tensorflow") == 1
+    assert "plain.tar: 21474836480 bytes of which" in one_error_line(capsys)

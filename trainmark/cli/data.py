@@ -7,7 +7,7 @@ from trainmark.cli.arguments import rules_dir as check_rules_dir
 from trainmark.cli.arguments import version_arguments
 from trainmark.errors import UserError
 from trainmark.rules import get_rules
-from trainmark.rules.datasets import resolve_data_dir, verify_for
+from trainmark.rules.datasets import refuse_special_files, resolve_data_dir, verify_for
 
 
 def register(sub) -> None:
@@ -44,6 +44,9 @@ def cmd_prepare(args) -> int:
 
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     folder = resolve_data_dir(r, args.data_dir)
+    if args.source is not None:  # a FIFO in it would block the reference's read forever
+        refuse_special_files(args.source, "--source")
+    refuse_special_files(folder, "--data-dir", recursive=False)  # ... and one where it writes, its write
     ref = registry.for_rules(r)
     if args.framework == "tensorflow":  # the twin prepares from what tfds reads, if that differs
         from trainmark.harness.frameworks.tensorflow_backend import twin_module
