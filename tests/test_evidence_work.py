@@ -159,3 +159,26 @@ def test_the_curve_band_between_batch_sizes_is_the_envelope_of_both(tmp_path):
     assert at_384[1] == pytest.approx((lo - 0.1, hi))
     assert convergence.band_for(rules, 1024, "fp32", "pytorch") == {}
     assert convergence.band_for(rules, [256], "fp32", "pytorch") == {}
+
+
+def test_times_forged_consistently_faster_are_caught_by_the_telemetry_clock(ex, capsys):
+    """Forgery 7: every time_ms x 0.6 from init_start on, every summary and epochs.log rewritten to match; the
+    telemetry rows (one a second on the MLLOG's clock) still span the real run: TELEMETRY-006."""
+    from trainmark.format import epochlog
+
+    bench = forge.bench_dir(ex)
+    lines = []
+    for k in range(1, 6):
+        def scale(records):
+            t0 = forge.record(records, "init_start")["time_ms"]
+            for r in records:
+                r["time_ms"] = t0 + int((r["time_ms"] - t0) * 0.6)
+        forge.edit_records(bench / f"result_{k}.txt", scale)
+        forge.resummarize(bench, k)
+        records = forge.read_records(bench / f"result_{k}.txt")
+        lines += [epochlog.format_line(forge.record(records, "eval_stop", r["metadata"]["epoch_num"])["time_ms"] / 1000,
+                                       k, r["metadata"]["epoch_num"], r["value"])
+                  for r in records if r["key"] == "eval_accuracy"]
+    (bench / "epochs.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    rc, errors, _ = _errors(ex, capsys)
+    assert rc == 1 and errors == {"TELEMETRY-006"}
