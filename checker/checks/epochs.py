@@ -26,7 +26,7 @@ from trainmark.format import epochlog
 from trainmark.rules.ruleset import BenchmarkRules
 
 MAX_LINE = 4096  # a valid line has under 60 characters
-MAX_LINES = 100_000   # the largest rules allow 10 trials of 90 epochs: 900 lines
+MAX_LINES = 10_000    # the largest rules allow 10 trials of 90 epochs: 900 lines
 MAX_MALFORMED = 100   # after this many malformed lines the file is not a log the harness wrote
 
 
