@@ -255,3 +255,59 @@ def test_scaling_factor_is_never_below_one(scale):
     verdict = rcp.check_rcp(runs, "ssd", "4.0.0")
     assert verdict.scaling_factor >= 1.0
     assert verdict.passed == (scale >= 1.0)          # ssd's smallest reference converges in 4 epochs, stdev 0
+
+
+# --- e. power results ------------------------------------------------------------------------------
+
+def _add_power(folder: Path, nodes: int = 2) -> None:
+    for result in folder.glob("result_*.txt"):
+        run = folder / "power" / result.stem
+        run.mkdir(parents=True)
+        for i in range(nodes):
+            (run / f"node_{i}.txt").write_text("")
+        (run / "sw_0.txt").write_text("")
+
+
+@needs_fixture
+def test_complete_power_results_pass(sub):
+    _add_power(sub / "results" / SYSTEM / "resnet")
+    report = check(sub)
+    assert not {"MLPERF-015", "MLPERF-016"} & rules_of(report) and report.exit_code == 0
+
+
+@needs_fixture
+def test_one_run_with_broken_power_results_is_accepted_two_are_not(sub):
+    folder = sub / "results" / SYSTEM / "resnet"
+    _add_power(folder)
+    shutil.rmtree(folder / "power" / "result_0")
+    report = check(sub)
+    assert "MLPERF-015" in rules_of(report, "warning") and report.exit_code == 0
+    (folder / "power" / "result_1" / "node_1.txt").rename(folder / "power" / "result_1" / "node_00.txt")  # two 0s
+    report = check(sub)
+    assert "MLPERF-016" in rules_of(report, "error") and report.exit_code == 1
+
+
+@needs_fixture
+def test_a_run_with_fewer_power_files_than_the_others(sub):
+    folder = sub / "results" / SYSTEM / "resnet"
+    _add_power(folder)
+    (folder / "power" / "result_3" / "node_1.txt").unlink()
+    (finding,) = [f for f in check(sub).findings if f.rule == "MLPERF-015"]
+    assert finding.file.endswith("result_3.txt") and "1 node power files; the other runs have 2" in finding.message
+
+
+# --- f. our budgets fit the largest real files (issue 31, item 2) ----------------------------------
+
+def test_the_largest_real_mlperf_files_fit_the_reader_budgets():
+    """v4.0 NVIDIA gpt3 has 13,212 records (5.6e8 squared characters), v5.0 llama31_405b 9,531 (8,192 of
+    them init_start): files of that shape are read whole, with no LIMIT finding."""
+    from trainmark.checker.read.mllog_read import read_events
+    from trainmark.checker.verdict.findings import Findings
+
+    record = (':::MLLOG {"namespace": "", "time_ms": 1713455897907, "event_type": "POINT_IN_TIME", "key": '
+              '"init_start", "value": null, "metadata": {"file": "/workspace/llm/custom_callbacks.py", '
+              '"lineno": 123, "pad": "%s"}}')
+    line = record % ("x" * (205 - len(record)))
+    findings = Findings()
+    events = read_events("\n".join([line] * 13_212 * 3).encode(), "result_0.txt", findings, strict=False)
+    assert len(events) == 3 * 13_212 and not len(findings)

@@ -26,6 +26,7 @@ from trainmark.checker.checks.mllog import refused_findings
 from trainmark.checker.mlperf import rcp
 from trainmark.checker.mlperf.compliance_configs import choosing_value_problems
 from trainmark.checker.mlperf.engine import run_engine
+from trainmark.checker.mlperf.power import power_problems
 from trainmark.checker.mlperf.seeds import seed_problems
 from trainmark.checker.read.levels import BenchmarkFolder
 from trainmark.checker.read.mllog_read import read_events
@@ -43,6 +44,8 @@ from trainmark.checker.verdict.codes import (
     MLPERF_012,
     MLPERF_013,
     MLPERF_014,
+    MLPERF_015,
+    MLPERF_016,
     SECURITY_001,
 )
 from trainmark.checker.verdict.findings import Findings
@@ -152,6 +155,7 @@ def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str
     if score.dropped > score.max_dropped:
         findings.add(MLPERF_003, folder.rel, f"{score.dropped} runs dropped; MLPerf allows {score.max_dropped} "
                      f"for {benchmark}: no score", expected=f"at most {score.max_dropped}", seen=score.dropped)
+    _check_power(tree, folder, names, score, findings)
     if division != "open" and _version(ruleset) >= FIRST_PACKAGE_CHECKED:
         score.bypassed = _bypasses(tree, folder, findings)
         _check_seeds(parsed, "seed-checker-bypass" in score.bypassed, folder, findings)
@@ -181,6 +185,19 @@ def _check_file_count(folder: BenchmarkFolder, benchmark: str, found: int, requi
     elif required is not None and found > required:
         findings.add(MLPERF_007, folder.rel, f"{found} result files; MLPerf requires exactly {required} for "
                      f"{benchmark}", expected=required, seen=found)
+
+
+def _check_power(tree: SafeTree, folder: BenchmarkFolder, names: list[str], score: MLPerfScore,
+                 findings: Findings) -> None:
+    """Power results as MLPerf's power checker requires; a run breaking them counts as non-compliant."""
+    problems = power_problems(tree, folder, names)
+    for name, why in problems.items():
+        findings.add(MLPERF_015, f"{folder.rel}/{name}".lstrip("/"), f"power results: {why}",
+                     expected="power/<result>/node_0..n-1 (and sw_0..m-1), as many as the other runs", seen=why)
+    failing = {r.file for r in score.runs if r.dropped} | {f"{folder.rel}/{n}".lstrip("/") for n in problems}
+    if problems and len(failing) > score.max_dropped >= score.dropped:
+        findings.add(MLPERF_016, folder.rel, f"{len(failing)} runs fail compliance or MLPerf's power rules; MLPerf "
+                     f"accepts {score.max_dropped}", expected=f"at most {score.max_dropped}", seen=len(failing))
 
 
 def _bypasses(tree: SafeTree, folder: BenchmarkFolder, findings: Findings) -> list[str]:
@@ -246,7 +263,9 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tu
     events = read_events(data, rel, line_problems, strict=False)
     if len(line_problems):
         first = next(iter(line_problems))
-        findings.add(MLPERF_001, rel, f"{first.message} (mlperf-logging cannot parse it)", line=first.line,
+        ours = first.rule.startswith("LIMIT-")  # a budget of ours, not MLPerf's verdict: labelled as ours
+        findings.add(first.rule if ours else MLPERF_001, rel, first.message if ours else
+                     f"{first.message} (mlperf-logging cannot parse it)", line=first.line,
                      expected=first.expected, seen=first.seen)
         return MLPerfRun(rel, None, True, "malformed MLLOG line"), None
     problems = choosing_value_problems(events, ruleset)

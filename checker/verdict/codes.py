@@ -507,6 +507,13 @@ MLPERF_014 = _code(
     "convergence points (the computed one is used)",
     "delete scaling.json or submit the one MLPerf's package checker wrote; a score is never scaled by a "
     "submitted factor")
+MLPERF_015 = _code(
+    "MLPERF-015", WARNING, "an MLPerf run's power results are not as MLPerf's power checker requires (the run "
+    "counts as non-compliant)",
+    "submit power/<result>/node_<i>.txt (and sw_<i>.txt) for every run, numbered from 0, as many for every run")
+MLPERF_016 = _code(
+    "MLPERF-016", ERROR, "more MLPerf runs fail compliance or the power rules than olympic scoring accepts",
+    "MLPerf accepts 1 non-compliant run (4 for unet3d)")
 # The weights re-evaluated (trainmark check --reevaluate, issue 30)
 REEVAL_001 = _code(
     "REEVAL-001", ERROR, "a trial's saved weights, re-evaluated, do not give its logged final metric "
