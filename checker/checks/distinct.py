@@ -38,25 +38,47 @@ def weights_digest(tree: SafeTree, rel: str, findings: Findings) -> str | None:
         return None
     digest = hashlib.sha256()
     constant = []
-    for name, dtype, begin, end in spans:
-        size = FLOAT_DTYPES.get(dtype)
-        scan = size is not None and name.endswith("weight") and (end - begin) // size >= MIN_CONSTANT_ELEMENTS \
-            and end - begin <= MAX_TENSOR_BYTES
-        first = b""
-        same = True
-        for offset in range(begin, end, CHUNK):
-            chunk = tree.read_range(rel, start + offset, min(CHUNK, end - offset))
-            digest.update(chunk)
-            if scan and same:
-                first = first or chunk[:size]
-                same = chunk == first * (len(chunk) // size)
-        if scan and same:
-            constant.append(name)
+    for group in _groups(spans):  # small tensors in one read, a large one in CHUNK pieces
+        begin, end = group[0][2], group[-1][3]
+        data = tree.read_range(rel, start + begin, end - begin) if end - begin <= CHUNK else None
+        for name, dtype, b, e in group:
+            if data is not None:
+                pieces = [data[b - begin:e - begin]]
+            else:
+                pieces = (tree.read_range(rel, start + o, min(CHUNK, e - o)) for o in range(b, e, CHUNK))
+            if _constant(name, dtype, e - b, pieces, digest):
+                constant.append(name)
     if constant:
         findings.add(WORK_005, rel, f"{len(constant)} trained weight tensor(s) hold one value repeated: "
                      f"{', '.join(constant[:5])}{' ...' if len(constant) > 5 else ''}",
                      expected="trained weights", seen=f"{len(constant)} constant tensors")
     return digest.hexdigest()
+
+
+def _groups(spans: list[tuple[str, str, int, int]]) -> list[list[tuple[str, str, int, int]]]:
+    """Consecutive tensors together up to CHUNK bytes; a tensor larger than CHUNK alone."""
+    groups: list[list[tuple[str, str, int, int]]] = []
+    for span in spans:
+        if groups and span[3] - groups[-1][0][2] <= CHUNK:
+            groups[-1].append(span)
+        else:
+            groups.append([span])
+    return groups
+
+
+def _constant(name: str, dtype: str, nbytes: int, pieces, digest) -> bool:
+    """Hash the tensor's bytes; True when it is a trained weight whose every value is the same."""
+    size = FLOAT_DTYPES.get(dtype)
+    scan = size is not None and name.endswith("weight") and nbytes // size >= MIN_CONSTANT_ELEMENTS \
+        and nbytes <= MAX_TENSOR_BYTES
+    first, same = b"", True
+    for piece in pieces:
+        digest.update(piece)
+        if scan and same:
+            first = first or piece[:size]
+            # a trained tensor differs within its first values: only a constant one is compared whole
+            same = piece[size:2 * size] in (first, b"") and piece == first * (len(piece) // size)
+    return scan and same
 
 
 def check_weights_distinct(digests: dict[int, tuple[str, str]], seeds: dict[int, object], findings: Findings) -> None:
