@@ -2,7 +2,7 @@
 
 Specification: ``mlperf_logging.system_desc_checker.check_system_desc`` as the package
 checker calls it (Training 1.0.0 on): every field of its ``required_fields`` present, and
-from 4.0.0 on ``status`` one of its ``availability_options`` (both lists read from its
+from 4.1.0 on ``status`` one of its ``availability_options`` (both lists read from its
 source as data: ``mlperf_data``). Two rules it enforces by crashing are stated as findings:
 the fields it joins into its summary line must be strings, and ``division`` is what the
 package checker reads to decide whether the seed and RCP checks run; we also require it to be
@@ -16,7 +16,10 @@ from trainmark.checker.verdict.codes import MLPERF_008, MLPERF_009
 from trainmark.checker.verdict.findings import Findings
 
 FIRST_CHECKED_RULESET = (1, 0, 0)
-STATUS_CHECKED_FROM = (4, 0, 0)
+# mlperf-logging 4.1.68 tests `major >= 4 or (major == 4 and minor >= 1)`, which takes in 4.0.0, but the
+# published v4.0 round says 'onprem', 'cloud', 'available' (NVIDIA, HPE, Lenovo, ...): its second clause
+# names the intended start, 4.1.0, and that is where we start (docs/checker.md)
+STATUS_CHECKED_FROM = (4, 1, 0)
 DIVISIONS = ("closed", "open")
 # check_system_desc joins these into a CSV line: a number there stops MLPerf's checker with a TypeError
 JOINED_FIELDS = ("submitter", "system_name", "host_processor_model_name", "host_processor_core_count",
