@@ -232,3 +232,21 @@ def get_rules(benchmark: str, version: str = LATEST_VERSION, rules_root: Path | 
         raise RulesError(f"no rules for benchmark {benchmark!r} in rules version {version} "
                          f"(known: {', '.join(ruleset) or 'none'}); `trainmark rules list` shows them")
     return ruleset[benchmark]
+
+
+EXACT_REEVALUATION = {"tolerance": 0.0, "reason": "no reevaluation tolerance in the rules: the re-measured metric "
+                      "must equal the logged one"}
+
+
+def reevaluation(rules: BenchmarkRules) -> dict[str, Any]:
+    """How far a re-measured metric may lie from the logged one (``trainmark check --reevaluate``): the rule
+    file's ``reevaluation`` {tolerance, reason}; a file without one (rules 1.0, frozen before re-evaluation
+    existed) takes the latest shipped rules' of the same benchmark, else an exact match. ``source`` says which."""
+    if "reevaluation" in rules.data:
+        return {**rules.data["reevaluation"], "source": f"rules {rules.version}"}
+    latest = RULES_ROOT / LATEST_VERSION / f"{rules.name}.yaml"
+    if rules.version != LATEST_VERSION and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", rules.name) and latest.is_file():
+        shipped = load_file(latest).data.get("reevaluation")
+        if shipped is not None:
+            return {**shipped, "source": f"rules {LATEST_VERSION} (rules {rules.version} predates the field)"}
+    return {**EXACT_REEVALUATION, "source": "default"}
