@@ -313,3 +313,19 @@ def test_the_largest_real_mlperf_files_fit_the_reader_budgets():
     findings = Findings()
     events = read_events("\n".join([line] * 13_212 * 3).encode(), "result_0.txt", findings, strict=False)
     assert len(events) == 3 * 13_212 and not len(findings)
+
+
+@needs_fixture
+def test_power_numbering_as_mlperf_reads_it(sub):
+    """v4.0 smc: node_1.txt beside nodes_1_to_1.png: two 'node' files numbered 1 and 1, within 0..1 (MLPerf
+    passes it); a lone node_1.txt is outside 0..0 and a non-numbered node file is a finding."""
+    folder = sub / "results" / SYSTEM / "resnet"
+    _add_power(folder, nodes=0)
+    for run in (folder / "power").iterdir():
+        (run / "node_1.txt").write_text("")
+        (run / "nodes_1_to_1.png").write_text("")
+    assert not {"MLPERF-015", "MLPERF-016"} & rules_of(check(sub))
+    (folder / "power" / "result_0" / "nodes_1_to_1.png").unlink()
+    (folder / "power" / "result_0" / "node_a.png").write_text("")
+    (finding,) = [f for f in check(sub).findings if f.rule == "MLPERF-015"]
+    assert "'node_a.png' is not numbered" in finding.message

@@ -2,11 +2,12 @@
 
 Specification: ``mlperf_logging.package_checker.power_checker.PowerChecker.check_power``:
 each result file ``result_X.txt`` has ``power/result_X/``; its ``node_<i>`` and ``sw_<i>`` files
-are numbered 0..n-1; every run has as many node files (and switch files) as most runs have.
-A run breaking one of these counts as a non-compliant run (with the compliance failures,
-against the one run, four for unet3d, olympic scoring accepts). Two things MLPerf's checker
-gets wrong are findings here: a file number that is not an integer stops it (ValueError),
-and two files with one number (node_0, node_00) pass its range test.
+(every file whose name starts with ``node``/``sw``: real folders hold ``nodes_1_to_1.png`` beside
+``node_1.txt``) carry numbers within 0..n-1 (repeats pass, as in MLPerf: v4.0's smc folders number
+from 1 and pass only because the picture counts); every run has as many node files (and switch
+files) as most runs have. A run breaking one of these counts as a non-compliant run (with the
+compliance failures, against the one run, four for unet3d, olympic scoring accepts). A file
+number that is not an integer stops MLPerf's checker (ValueError): here it is a finding.
 """
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def _numbering_problem(names: list[str], kind: str) -> str:
         if not suffix.isdigit():
             return f"{kind} file {name!r} is not numbered ({kind}_<i>)"
         numbers.append(int(suffix))
-    if sorted(numbers) != list(range(len(names))):
-        return f"{kind} files are numbered {sorted(numbers)}, not 0..{len(names) - 1}"
+    outside = [n for n in numbers if not 0 <= n < len(names)]
+    if outside:
+        return f"{kind} files are numbered {sorted(numbers)}: {outside[0]} is outside 0..{len(names) - 1}"
     return ""
 
 

@@ -12,6 +12,7 @@ multiplies the score.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import math
 import posixpath
@@ -313,8 +314,11 @@ def _check_submitted_scaling(tree: SafeTree, folder: BenchmarkFolder, computed: 
                      expected="a positive number", seen=value)
         return
     if not math.isclose(value, computed, rel_tol=SCALING_TOLERANCE):
-        findings.add(MLPERF_014, rel, f"{rel} says scaling_factor {value!r}; MLPerf's RCP check computes "
-                     f"{computed!r} for these runs (the score uses {computed!r})", expected=computed, seen=value)
+        findings.add(MLPERF_014, rel, f"{rel} says scaling_factor {value!r}; MLPerf's RCP check with the reference "
+                     f"points of mlperf-logging {_MLPERF_LOGGING_VERSION} computes {computed!r} for these runs (the "
+                     f"score uses {computed!r}; the file is forged or from older reference points)",
+                     expected=computed, seen=value)
 
 
+_MLPERF_LOGGING_VERSION = importlib.metadata.version("mlperf-logging")
 SCALING_TOLERANCE = 1e-9   # MLPerf writes the factor with json.dumps: it reads back exactly
