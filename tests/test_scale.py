@@ -67,6 +67,9 @@ def test_one_two_four_ranks(tmp_path, tests_on_path):
     assert result["link"]["bandwidth_bps"] > 0 and "world size 4" in result["link"]["source"]
     proj = result["projection"]
     assert [r["n"] for r in proj["rows"]] == scale_model.DEFAULT_SIZES
+    # tiny-test has no convergence points: samples/s only, and the reason
+    assert proj["time_to_train"] is None and "no convergence points" in proj["time_to_train_reason"]
+    assert all("suspect" in p and p["step_spread"] is not None for p in points)
     assert [v["world_size"] for v in proj["validation"]] == [1, 2, 4]
     for v, p in zip(proj["validation"], points):
         assert v["allreduce_measured_s"] == p["comm_s"]

@@ -22,7 +22,7 @@ import math
 from dataclasses import asdict, dataclass
 
 __all__ = ["Link", "ComputeProfile", "allreduce_seconds", "step_seconds", "project", "saturation_point",
-           "fit_link", "DEFAULT_SIZES"]
+           "fit_link", "DEFAULT_SIZES", "TwoLevelLink", "two_level_allreduce_seconds"]
 
 DEFAULT_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 
@@ -50,9 +50,12 @@ class ComputeProfile:
     local_batch: int
     gradient_bytes: int
     overlap: float = 0.0   # phi in the module docstring
+    fixed_fraction: float = 0.0   # the part of compute_s that does not shrink with the local batch
 
     def compute_at(self, local_batch: float) -> float:
-        return self.compute_s * local_batch / self.local_batch
+        """Compute at ``local_batch``: a fixed part per step (optimizer, launches) plus a part linear in the batch."""
+        f = self.fixed_fraction
+        return self.compute_s * (f + (1 - f) * local_batch / self.local_batch)
 
 
 def allreduce_seconds(n: int, nbytes: float, link: Link) -> float:
@@ -60,6 +63,32 @@ def allreduce_seconds(n: int, nbytes: float, link: Link) -> float:
     if n <= 1:
         return 0.0
     return 2 * (n - 1) * link.latency_s + 2 * (n - 1) / n * nbytes / link.bandwidth_bps
+
+
+@dataclass(frozen=True)
+class TwoLevelLink:
+    """Links inside a node (or NVLink domain) of ``per_node`` accelerators and between nodes (per accelerator)."""
+
+    intra: Link
+    inter: Link
+    per_node: int
+
+
+def two_level_allreduce_seconds(n: int, nbytes: float, links: TwoLevelLink) -> float:
+    """Hierarchical all-reduce: reduce-scatter and all-gather inside the node (ring), and each accelerator's
+    1/g shard all-reduced across the m nodes over its own NIC, by ring or by tree (2 log2 m hops, the
+    same bandwidth term), whichever is faster, as NCCL chooses by size and scale."""
+    if n <= 1:
+        return 0.0
+    g = min(n, links.per_node)
+    m = math.ceil(n / g)
+    t = allreduce_seconds(g, nbytes, links.intra)
+    if m > 1:
+        shard = nbytes / g
+        ring = allreduce_seconds(m, shard, links.inter)
+        tree = 2 * math.ceil(math.log2(m)) * links.inter.latency_s + 2 * shard / links.inter.bandwidth_bps
+        t += min(ring, tree)
+    return t
 
 
 def step_seconds(n: int, local_batch: float, profile: ComputeProfile, link: Link) -> tuple[float, float, float]:

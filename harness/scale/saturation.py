@@ -26,6 +26,7 @@ from trainmark.errors import UserError
 from trainmark.files import read_json_report, write_atomic, write_json_atomic
 from trainmark.format import artifacts
 from trainmark.harness.scale import projection as scale_model
+from trainmark.harness.scale import time_to_train as ttt
 
 FORMAT = artifacts.SCALE_FORMAT
 WORKER = ["-m", "trainmark.harness.scale.worker"]
@@ -55,7 +56,16 @@ class ScaleSettings:
     timeout_s: float = 600.0
     link: scale_model.Link | None = None  # from flags; else fitted from the largest launch's all-reduces
     overlap: float = 0.0
+    fixed_fraction: float = 0.0           # compute per step that does not shrink with the local batch
     project_sizes: list[int] = field(default_factory=lambda: list(scale_model.DEFAULT_SIZES))
+    scaling: str = "best"                 # weak (each rank keeps its batch), strong, or best (fastest to train)
+    convergence: ttt.Convergence | None = None   # epochs or samples to converge per global batch
+    samples_per_epoch: int | None = None
+    samples_per_epoch_source: str = ""
+    max_spread: float = 0.25              # a point whose step time varies more than this is suspect
+
+
+EFFICIENCY_TOLERANCE = 0.05  # efficiency above 1 + this: a measurement artefact, never super-linear scaling
 
 
 def nearest_divisors(n: int, world: int, count: int = 2) -> list[int]:
@@ -136,62 +146,120 @@ def measure_world(s: ScaleSettings, nproc: int, entry: list[str], workdir: Path)
     return point
 
 
+def flag_suspects(ok: list[dict], s: ScaleSettings) -> None:
+    """Mark points no projection should rest on: efficiency above 1, or steps that vary too much."""
+    for p in ok:
+        why = []
+        if p.get("efficiency") is not None and p["efficiency"] > 1 + EFFICIENCY_TOLERANCE:
+            why.append(f"efficiency {p['efficiency']:.2f} > 1: more than linear scaling is a measurement artefact "
+                       "(the one-rank point was slowed by other load, or ranks share cores)")
+        if p.get("step_spread") is not None and p["step_spread"] > s.max_spread:
+            why.append(f"step time spread {p['step_spread']:.0%} > {s.max_spread:.0%} (slowest / fastest repeat "
+                       "or rank): the machine was not quiet")
+        p["suspect"] = "; ".join(why) or None
+
+
 def analyse(points: list[dict], s: ScaleSettings) -> dict:
-    """Efficiency against one rank, the saturation point, the link, the projection and its error."""
+    """Efficiency against one rank, suspects, the saturation point, the link, the projection and its error."""
     ok = sorted((p for p in points if p["status"] == "ok"), key=lambda p: p["world_size"])
     one = next((p for p in ok if p["world_size"] == 1), None)
     for p in ok:
         p["efficiency"] = p["samples_per_s"] / (p["world_size"] * one["samples_per_s"]) if one else None
+    flag_suspects(ok, s)
     saturation = scale_model.saturation_point(
         [{"n": p["world_size"], "samples_per_s": p["samples_per_s"]} for p in ok], s.min_gain)
     out = {"saturation_world_size": saturation, "saturation_rule": (
         f"the smallest world size after which the next one measured adds less than {s.min_gain:.0%} throughput; "
-        "null: still growing by at least that much at the largest size measured")}
-    link, why = s.link, None
-    if link is None:
-        biggest = next((p for p in reversed(ok) if p["_raw"].get("allreduce")), None)
-        if biggest is None:
-            why = ("no world size of 2 or more was measured, so no all-reduce: pass --link-from, or "
-                   "--link-bandwidth-gbs and --link-latency-us")
-        else:
-            try:
-                link = scale_model.fit_link(biggest["world_size"], [(r["bytes"], r["seconds"])
-                                                                    for r in biggest["_raw"]["allreduce"]],
-                                            f"fitted from all-reduce timings at world size {biggest['world_size']} "
-                                            f"(sizes {ALLREDUCE_SIZES[0]}..{ALLREDUCE_SIZES[-1]} bytes)")
-            except ValueError as exc:
-                why = str(exc)
+        "null: still growing by at least that much at the largest size measured"),
+        "suspect_points": [p["world_size"] for p in ok if p.get("suspect")]}
+    link, why = _link(ok, s)
     out["link"] = asdict(link) if link else None
     out["projection"] = None
     if link is None or one is None:
         out["projection_reason"] = why or "no one-rank point was measured: the projection starts from it"
         return out
     profile = scale_model.ComputeProfile(one["compute_s"], one["global_batch"], one["_raw"]["gradient_bytes"],
-                                         s.overlap)
+                                         s.overlap, s.fixed_fraction)
+    out["projection"] = _projection(ok, one, profile, link, s)
+    return out
+
+
+def _link(ok: list[dict], s: ScaleSettings) -> tuple[scale_model.Link | None, str | None]:
+    """The link given, else fitted from the largest launch's all-reduces; (None, why) when neither."""
+    if s.link is not None:
+        return s.link, None
+    biggest = next((p for p in reversed(ok) if p["_raw"].get("allreduce")), None)
+    if biggest is None:
+        return None, ("no world size of 2 or more was measured, so no all-reduce: pass --link-from, or "
+                      "--link-bandwidth-gbs and --link-latency-us")
+    try:
+        return scale_model.fit_link(biggest["world_size"], [(r["bytes"], r["seconds"])
+                                                            for r in biggest["_raw"]["allreduce"]],
+                                    f"fitted from all-reduce timings at world size {biggest['world_size']} "
+                                    f"(sizes {ALLREDUCE_SIZES[0]}..{ALLREDUCE_SIZES[-1]} bytes)"), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _validation(ok: list[dict], profile: scale_model.ComputeProfile, link: scale_model.Link,
+                s: ScaleSettings) -> list[dict]:
+    """The model against every measured size (strong scaling, as measured)."""
     validation = []
     for p in ok:
         pred = scale_model.project(profile, link, [p["world_size"]], mode="strong", global_batch=s.global_batch)
-        if pred:
-            p["predicted_samples_per_s"] = pred[0]["samples_per_s"]
-            p["prediction_error"] = pred[0]["samples_per_s"] / p["samples_per_s"] - 1
-            # the communication model alone: this size's measured compute plus the modelled exposed all-reduce
-            t_ar = scale_model.allreduce_seconds(p["world_size"], profile.gradient_bytes, link)
-            comm_only = p["global_batch"] / (p["compute_s"] + max(0.0, t_ar - s.overlap * p["compute_s"]))
-            validation.append({"world_size": p["world_size"], "measured": p["samples_per_s"],
-                               "predicted": p["predicted_samples_per_s"], "error": p["prediction_error"],
-                               "predicted_from_measured_compute": comm_only,
-                               "error_from_measured_compute": comm_only / p["samples_per_s"] - 1,
-                               "allreduce_measured_s": p["comm_s"], "allreduce_model_s": t_ar})
-    rows = scale_model.project(profile, link, s.project_sizes, mode="weak")
-    out["projection"] = {
-        "model": "t_step = t_c(b) + max(0, t_ar - overlap * t_c(b)); t_ar = 2(N-1) alpha + 2(N-1)/N S/B "
-                 "(docs/scale.md)",
-        "mode": f"weak scaling: every rank keeps the local batch {one['global_batch']} of the one-rank point",
-        "compute_s_one_rank": one["compute_s"], "gradient_bytes": profile.gradient_bytes, "overlap": s.overlap,
-        "validation": validation, "rows": rows,
-        "saturation_world_size": scale_model.saturation_point(rows, s.min_gain),
-    }
+        if not pred:
+            continue
+        p["predicted_samples_per_s"] = pred[0]["samples_per_s"]
+        p["prediction_error"] = pred[0]["samples_per_s"] / p["samples_per_s"] - 1
+        # the communication model alone: this size's measured compute plus the modelled exposed all-reduce
+        t_ar = scale_model.allreduce_seconds(p["world_size"], profile.gradient_bytes, link)
+        comm_only = p["global_batch"] / (p["compute_s"] + max(0.0, t_ar - s.overlap * p["compute_s"]))
+        validation.append({"world_size": p["world_size"], "measured": p["samples_per_s"],
+                           "predicted": p["predicted_samples_per_s"], "error": p["prediction_error"],
+                           "predicted_from_measured_compute": comm_only,
+                           "error_from_measured_compute": comm_only / p["samples_per_s"] - 1,
+                           "allreduce_measured_s": p["comm_s"], "allreduce_model_s": t_ar,
+                           "suspect": p.get("suspect")})
+    return validation
+
+
+def _projection(ok: list[dict], one: dict, profile: scale_model.ComputeProfile, link: scale_model.Link,
+                s: ScaleSettings) -> dict:
+    """Throughput rows and time-to-train rows at ``project_sizes``, under the chosen scaling."""
+    if s.scaling != "strong":
+        mode = (f"{s.scaling} scaling; samples/s at weak scaling: every rank keeps the local batch "
+                f"{one['global_batch']} of the one-rank point")
+        rows = scale_model.project(profile, link, s.project_sizes, mode="weak")
+    else:
+        mode = f"strong scaling: the global batch {s.global_batch} split over the ranks"
+        rows = scale_model.project(profile, link, s.project_sizes, mode="strong", global_batch=s.global_batch)
+    out = {"model": "t_step = t_c(b) + max(0, t_ar - overlap * t_c(b)); t_ar = 2(N-1) alpha + 2(N-1)/N S/B "
+                    "(docs/scale.md)",
+           "scaling": s.scaling, "mode": mode, "compute_s_one_rank": one["compute_s"],
+           "gradient_bytes": profile.gradient_bytes, "overlap": s.overlap,
+           "validation": _validation(ok, profile, link, s), "rows": rows,
+           "saturation_world_size": scale_model.saturation_point(rows, s.min_gain),
+           "suspect": one.get("suspect") and f"the one-rank point it starts from is suspect: {one['suspect']}"}
+    out.update(_time_to_train(one, profile, link, s))
     return out
+
+
+def _time_to_train(one: dict, profile: scale_model.ComputeProfile, link: scale_model.Link,
+                   s: ScaleSettings) -> dict:
+    conv = s.convergence
+    if conv is None:
+        return {"time_to_train": None, "time_to_train_reason": (
+            "no convergence points for this benchmark (rules convergence.points, or --rcp BENCHMARK for "
+            "MLPerf's reference convergence points): samples/s only")}
+    rows = ttt.project_time_to_train(profile, link, s.project_sizes, mode=s.scaling, global_batch=s.global_batch,
+                                     conv=conv, samples_per_epoch=s.samples_per_epoch,
+                                     throughput_spread=one.get("step_spread") or 0.0)
+    return {"time_to_train": rows, "convergence": {
+        "source": conv.source, "unit": conv.unit, "covered_global_batches": list(conv.covered),
+        "points": [{"global_batch": p.batch_size, "mean": p.mean, "std": p.std, "n": p.n} for p in conv.points],
+        "samples_per_epoch": s.samples_per_epoch, "samples_per_epoch_source": s.samples_per_epoch_source,
+        "interval": f"convergence mean -/+ {ttt.INTERVAL_STDS:g} std of the reference runs, throughput -/+ "
+                    "the one-rank point's step-time spread"}}
 
 
 def run_scale(s: ScaleSettings, entry: list[str] | None = None, progress=None) -> dict:
@@ -210,10 +278,12 @@ def run_scale(s: ScaleSettings, entry: list[str] | None = None, progress=None) -
     raw = next((p["_raw"] for p in points if p.get("_raw")), {})
     for p in points:
         p.pop("_raw", None)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(s).items() if k != "link"}
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(s).items()
+                if k not in ("link", "convergence")}
     return {"format": FORMAT, "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "benchmark": s.benchmark, "settings": settings,
-            "scaling": "strong: the global batch is split over the ranks",
+            "scaling": "measured: strong (the global batch is split over the ranks); projected: "
+                       + s.scaling,
             "parameter_count": raw.get("parameter_count"), "gradient_bytes": raw.get("gradient_bytes"),
             "cpu_count": os.cpu_count(), "points": points, **analysis}
 
@@ -312,6 +382,8 @@ def format_summary(result: dict) -> str:
                      f"{f(p['prediction_error'], '+.0%'):>6}")
         if p["error"]:
             lines.append(f"      {p['error']}")
+        if p.get("suspect"):
+            lines.append(f"      SUSPECT: {p['suspect']}")
     lines.append(f"saturation: {result['saturation_world_size'] or 'not reached'} ({result['saturation_rule']})")
     proj = result.get("projection")
     if proj:
@@ -322,10 +394,35 @@ def format_summary(result: dict) -> str:
             f"N={v['world_size']} {v['error']:+.0%} (with measured compute {v['error_from_measured_compute']:+.0%}; "
             f"all-reduce {1000 * v['allreduce_model_s']:.3g} vs {1000 * v['allreduce_measured_s']:.3g} ms)"
             for v in proj["validation"]))
-        lines.append("projection: " + ", ".join(f"N={r['n']} eff {r['efficiency']:.2f}" for r in proj["rows"]))
+        lines.append(f"projection ({proj['mode']}): "
+                     + ", ".join(f"N={r['n']} eff {r['efficiency']:.2f}" for r in proj["rows"]))
+        if proj.get("suspect"):
+            lines.append(f"SUSPECT projection: {proj['suspect']}")
+        lines += format_time_to_train(proj)
     else:
         lines.append(f"projection: none ({result.get('projection_reason')})")
     return "\n".join(lines)
+
+
+def format_time_to_train(proj: dict) -> list[str]:
+    """The time-to-train table: global batch (capped?), to converge, samples/s, minutes and interval."""
+    rows = proj.get("time_to_train")
+    if rows is None:
+        return [f"time to train: none ({proj.get('time_to_train_reason')})"]
+    conv = proj["convergence"]
+    lines = [f"time to train ({proj['scaling']} scaling; convergence: {conv['source']}, global batches "
+             f"{conv['covered_global_batches'][0]}..{conv['covered_global_batches'][1]} covered):",
+             f"{'N':>6} {'batch':>7} {'to converge':>14} {'samples/s':>10} {'minutes':>9} {'interval':>19}"]
+    for r in rows:
+        if r["status"] != "projected":
+            lines.append(f"{r['n']:>6} {'-':>7} no projection: {r['reason']}")
+            continue
+        c = r["convergence"]
+        lo, hi = r["minutes_interval"]
+        lines.append(f"{r['n']:>6} {r['global_batch']:>7} {c['to_converge']:>8.4g} {c['unit'][:6]:<5} "
+                     f"{r['samples_per_s']:>10.4g} {r['minutes']:>9.3g} {f'{lo:.3g} .. {hi:.3g}':>19}"
+                     + (f"  (batch capped from {r['wanted_global_batch']})" if r["batch_capped"] else ""))
+    return lines
 
 
 # ---------------------------------------------------------------- trainmark ops --op allreduce

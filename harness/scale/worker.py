@@ -121,8 +121,9 @@ def _measure_steps(args, dist, device, sync, barrier, resolve_precision) -> dict
             compute.append(_block(lambda: step(False), args.steps, sync, barrier))
             comm.append(_block(allreduce, args.steps, sync, barrier))
     compute, comm = compute or synced, comm or [0.0]
-    mine = [statistics.median(synced), statistics.median(compute), statistics.median(comm)]
+    mine = [statistics.median(synced), statistics.median(compute), statistics.median(comm), min(synced), max(synced)]
     per_rank = pytorch_scale.gather(mine, dist, device)
+    repeat_spread, rank_spread = _spreads(per_rank)
     step_s, compute_s, comm_s = (max(r[i] for r in per_rank) for i in range(3))
     return {
         "benchmark": rules.name, "data": args.data, "precision_used": label, "device": str(device),
@@ -130,8 +131,21 @@ def _measure_steps(args, dist, device, sync, barrier, resolve_precision) -> dict
         "warmup_steps": args.warmup_steps, "parameter_count": grad_numel, "gradient_bytes": grad_bytes,
         "step_s": step_s, "compute_s": compute_s, "comm_s": comm_s,
         "exposed_comm_s": max(0.0, step_s - compute_s), "samples_per_s": args.global_batch / step_s,
-        "per_rank": [{"rank": i, "step_s": r[0], "compute_s": r[1], "comm_s": r[2]} for i, r in enumerate(per_rank)],
+        "step_spread": max((x for x in (repeat_spread, rank_spread) if x is not None), default=None),
+        "step_spread_repeats": repeat_spread, "step_spread_ranks": rank_spread,
+        "per_rank": [{"rank": i, "step_s": r[0], "compute_s": r[1], "comm_s": r[2], "step_s_min": r[3],
+                      "step_s_max": r[4]} for i, r in enumerate(per_rank)],
     }
+
+
+def _spreads(per_rank: list[list[float]]) -> tuple[float | None, float | None]:
+    """Step-time spread over each rank's repeats (slowest / fastest - 1, the worst rank) and between the
+    ranks' medians: a point whose steps vary more than a bound is suspect (docs/scale.md)."""
+    if any(r[0] <= 0 or r[3] <= 0 for r in per_rank):
+        return None, None
+    repeats = max(r[4] / r[3] - 1 for r in per_rank)
+    ranks = max(r[0] for r in per_rank) / min(r[0] for r in per_rank) - 1
+    return repeats, ranks
 
 
 def _batches(ref, args, rules, local: int, dist, device, _unused=None):

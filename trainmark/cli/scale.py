@@ -6,6 +6,17 @@ from pathlib import Path
 from trainmark.cli.arguments import positive_ints
 from trainmark.errors import UserError
 
+# validate's model defaults: chosen on the v4.1 and v5.0 pairs themselves (docs/scale.md gives the
+# leave-one-benchmark-out figures, which do not reuse a benchmark's own pairs)
+VALIDATE_OVERLAP, VALIDATE_FIXED_FRACTION = 0.5, 0.1
+
+
+def _fraction(value: float | None, default: float, flag: str) -> float:
+    value = default if value is None else value
+    if not 0 <= value <= 1:
+        raise UserError(f"{flag} {value}: must lie in [0, 1]")
+    return value
+
 
 def _ints(text: str, flag: str) -> list[int]:
     return positive_ints(text, flag, "1,2,4", "every value must be a positive integer")
@@ -14,7 +25,26 @@ def _ints(text: str, flag: str) -> list[int]:
 def register(sub) -> None:
     p = sub.add_parser("scale", help="throughput, efficiency and saturation over world sizes (torchrun), "
                                      "and a projection to thousands of accelerators")
-    p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
+    p.add_argument("benchmark", help="benchmark name (`trainmark list`), or `validate` followed by MLPerf round "
+                                     "folders: the projection checked against every same-system pair in them")
+    p.add_argument("rounds", nargs="*", type=Path, metavar="ROUND_DIR",
+                   help="with `validate`: MLPerf Training result folders (training_results_vX.Y, or one submitter)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="with `validate`: write the records and medians here")
+    p.add_argument("--scaling", choices=["best", "weak", "strong"], default="best",
+                   help="projection and validation: weak (each accelerator keeps its batch; the global batch grows, "
+                        "capped to what converges), strong (the global batch stays), or best (of the covered batches "
+                        "between the two, the one fastest to train) (default: %(default)s)")
+    p.add_argument("--fixed-step-fraction", type=float,
+                   help="part of the measured compute per step that does not shrink with the local batch (0..1; "
+                        f"default: 0 for a projection, {VALIDATE_FIXED_FRACTION} for validate)")
+    p.add_argument("--rcp", metavar="MLPERF_BENCHMARK",
+                   help="take the convergence points from MLPerf's reference points of this benchmark (e.g. resnet, "
+                        "bert), as mlperf-logging ships them (default: the rules' convergence.points)")
+    p.add_argument("--rcp-version", help="MLPerf training ruleset of --rcp (e.g. 4.0.0; default: the newest)")
+    p.add_argument("--train-samples", type=int,
+                   help="training samples per epoch, for time to train (default: from the rules' dataset)")
+    p.add_argument("--max-spread", type=float, default=0.25,
+                   help="a point whose step time varies more than this fraction is suspect (default: %(default)s)")
     p.add_argument("--nproc", default="1,2,4",
                    help="processes per node, one torchrun launch each (default: %(default)s)")
     p.add_argument("--nnodes", type=int, default=1, help="nodes; run the same command on each (default: 1)")
@@ -35,8 +65,9 @@ def register(sub) -> None:
     p.add_argument("--link-latency-us", type=float, help="projection: per-hop latency, microseconds")
     p.add_argument("--link-from", type=Path, metavar="ALLREDUCE_JSON",
                    help="projection: the link of a `trainmark ops --op allreduce --json` report")
-    p.add_argument("--overlap", type=float, default=0.0,
-                   help="projection: fraction of a compute time that hides all-reduce (0..1, default: %(default)s)")
+    p.add_argument("--overlap", type=float,
+                   help="projection: fraction of a compute time that hides all-reduce (0..1; default: 0 for a "
+                        f"projection, {VALIDATE_OVERLAP} for validate)")
     p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))),
                    help="world sizes to project with the model (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
@@ -47,6 +78,26 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_scale)
 
 
+def convergence_from_args(args, rules) -> dict:
+    """Convergence points (rules or MLPerf's) and samples per epoch for the time-to-train projection."""
+    from trainmark.harness.scale import time_to_train as ttt
+
+    if args.rcp:
+        conv = ttt.from_mlperf(args.rcp, args.rcp_version)
+        if conv is None:
+            raise UserError(f"--rcp {args.rcp}: mlperf-logging ships no reference convergence points of that "
+                            "benchmark" + (f" at or before {args.rcp_version}" if args.rcp_version else ""))
+    else:
+        conv = ttt.from_rules(rules)
+    if args.train_samples is not None:
+        if args.train_samples < 1:
+            raise UserError(f"--train-samples {args.train_samples}: must be positive")
+        spe, source = args.train_samples, "--train-samples"
+    else:
+        spe, source = ttt.samples_per_epoch(rules)
+    return {"convergence": conv, "samples_per_epoch": spe, "samples_per_epoch_source": source}
+
+
 def settings_from_args(args):
     """Validated settings; every refusal happens here, before torchrun starts."""
     from trainmark.harness.scale import projection as scale_model
@@ -54,6 +105,8 @@ def settings_from_args(args):
     from trainmark.rules import LATEST_VERSION
     from trainmark.rules.ruleset import get_rules
 
+    if args.rounds:
+        raise UserError(f"{args.rounds[0]}: round folders are for `trainmark scale validate ROUND_DIR...`")
     rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
     from trainmark.reference import registry
     registry.for_rules(rules)  # an unknown reference fails here, not in every rank
@@ -65,8 +118,8 @@ def settings_from_args(args):
                         "0 <= node-rank < nnodes")
     if args.steps < 1 or args.warmup_steps < 0 or args.repeats < 1:
         raise UserError("--steps and --repeats must be >= 1, --warmup-steps >= 0")
-    if not 0 <= args.min_gain < 1 or not 0 <= args.overlap <= 1:
-        raise UserError("--min-gain must lie in [0, 1) and --overlap in [0, 1]")
+    if not 0 <= args.min_gain < 1 or not args.max_spread > 0:
+        raise UserError("--min-gain must lie in [0, 1) and --max-spread above 0")
     batch = args.batch_size or int(rules.defaults()["global_batch_size"])
     if batch < 1:
         raise UserError(f"--batch-size {batch}: must be positive")
@@ -88,7 +141,10 @@ def settings_from_args(args):
         rdzv_endpoint=args.rdzv_endpoint, device=args.device, precision=args.precision, data=args.data,
         data_dir=args.data_dir, steps=args.steps, warmup_steps=args.warmup_steps, repeats=args.repeats,
         min_gain=args.min_gain, rules_version=rules.version, rules_dir=args.rules_dir, timeout_s=args.timeout,
-        link=link, overlap=args.overlap, project_sizes=_ints(args.project_sizes, "--project-sizes"))
+        link=link, overlap=_fraction(args.overlap, 0.0, "--overlap"),
+        fixed_fraction=_fraction(args.fixed_step_fraction, 0.0, "--fixed-step-fraction"),
+        project_sizes=_ints(args.project_sizes, "--project-sizes"),
+        scaling=args.scaling, max_spread=args.max_spread, **convergence_from_args(args, rules))
     scale.check_world_sizes(s.global_batch, s.nprocs, s.nnodes)
     if s.nnodes > 1 and not s.rdzv_endpoint:
         raise UserError("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (node 0's address, the same on every node)")
@@ -98,6 +154,8 @@ def settings_from_args(args):
 def cmd_scale(args, entry: list[str] | None = None) -> int:
     from trainmark.harness.scale import saturation as scale
 
+    if args.benchmark == "validate":
+        return cmd_validate(args)
     s = settings_from_args(args)
     print(f"scale {s.benchmark}: world sizes {[n * s.nnodes for n in s.nprocs]}, global batch {s.global_batch}, "
           f"{s.data} data, {s.device}", flush=True)
@@ -111,3 +169,24 @@ def cmd_scale(args, entry: list[str] | None = None) -> int:
             print(f"{label}: {path}")
     return 0 if all(p["status"] in ("ok", "elsewhere") for p in result["points"]) else 1
 
+
+
+def cmd_validate(args) -> int:
+    """``trainmark scale validate ROUND_DIR... --json FILE``: the projection against the public record."""
+    from trainmark.files import write_json_atomic
+    from trainmark.harness.scale import mlperf_validate
+
+    if not args.rounds:
+        raise UserError("validate needs at least one MLPerf round folder (e.g. training_results_v5.0)")
+    for folder in args.rounds:
+        if not folder.is_dir():
+            raise UserError(f"{folder}: not a folder")
+    result = mlperf_validate.validate_rounds(
+        args.rounds, scaling=args.scaling, overlap=_fraction(args.overlap, VALIDATE_OVERLAP, "--overlap"),
+        fixed_fraction=_fraction(args.fixed_step_fraction, VALIDATE_FIXED_FRACTION, "--fixed-step-fraction"),
+        progress=lambda msg: print(msg, flush=True))
+    print(mlperf_validate.format_summary(result))
+    if args.json:
+        write_json_atomic(args.json, result)
+        print(f"json: {args.json}")
+    return 0

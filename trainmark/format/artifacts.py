@@ -35,13 +35,17 @@ SCALE_PLOT = "scale.png"
 # Every point of ``points`` has these keys (CSV columns, in order).
 SCALE_POINT_FIELDS = ["world_size", "nnodes", "nproc_per_node", "status", "global_batch", "local_batch",
                       "samples_per_s", "step_s", "compute_s", "comm_s", "exposed_comm_s", "efficiency",
-                      "predicted_samples_per_s", "prediction_error", "error"]
+                      "predicted_samples_per_s", "prediction_error", "step_spread", "suspect", "error"]
 
 # One world size's figures, written by the worker's local rank 0 and read by trainmark scale
 SCALE_POINT_FORMAT = "trainmark-scale-point/1"
 # The worker's figures a scale point takes over (the rest stays in the point's raw record)
 SCALE_POINT_MEASURED = ("global_batch", "local_batch", "samples_per_s", "step_s", "compute_s", "comm_s",
-                        "exposed_comm_s")
+                        "exposed_comm_s", "step_spread")
+# ``trainmark scale validate --json``: one record per MLPerf pair, and the medians by size bucket
+SCALE_VALIDATION_FORMAT = "trainmark-scale-validation/1"
+SCALE_VALIDATION_RECORD_FIELDS = ("benchmark", "submitter", "accelerator", "n_small", "n_large", "actual_minutes",
+                                  "projected_minutes", "error")
 
 
 def scale_point_file(world_size: int) -> str:
