@@ -421,8 +421,18 @@ def format_time_to_train(proj: dict) -> list[str]:
         lo, hi = r["minutes_interval"]
         lines.append(f"{r['n']:>6} {r['global_batch']:>7} {c['to_converge']:>8.4g} {c['unit'][:6]:<5} "
                      f"{r['samples_per_s']:>10.4g} {r['minutes']:>9.3g} {f'{lo:.3g} .. {hi:.3g}':>19}"
-                     + (f"  (batch capped from {r['wanted_global_batch']})" if r["batch_capped"] else ""))
+                     + _batch_remark(r, proj["scaling"], conv["covered_global_batches"][1]))
     return lines
+
+
+def _batch_remark(row: dict, scaling: str, largest_covered: int) -> str:
+    if not row["batch_capped"]:
+        return ""
+    if row["global_batch"] > row["wanted_global_batch"]:
+        return f"  (batch raised from {row['wanted_global_batch']} to the smallest covered)"
+    if scaling == "best" and row["global_batch"] < largest_covered // row["n"] * row["n"]:
+        return f"  (fastest to train; weak scaling: {row['wanted_global_batch']})"
+    return f"  (batch capped from {row['wanted_global_batch']} to the largest covered)"
 
 
 # ---------------------------------------------------------------- trainmark ops --op allreduce
