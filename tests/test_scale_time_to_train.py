@@ -279,3 +279,28 @@ def test_shared_fixture_runs_are_read_in_epochs():
     assert len(runs) == 5 and all(r.unit == "epochs" and r.samples == r.to_converge * 1_281_167 for r in runs)
     assert all(10 < r.minutes < 60 for r in runs)
     assert mv.read_round(FIXTURE, []) and mv.pairs(mv.read_round(FIXTURE, [])) == []
+
+
+def test_trainmark_scale_runs_the_tiny_benchmark_under_torchrun_and_projects_time(tmp_path, monkeypatch, capsys):
+    """The CLI end to end: real torchrun workers (1 and 2 gloo ranks), time to train from MLPerf's SSD
+    points (any covered points do for the tiny model), suspects in the JSON."""
+    from trainmark.cli import main
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    code = main(["scale", "tiny-test", "--rules-dir", str(TEST_RULES), "--nproc", "1,2", "--batch-size", "256",
+                 "--steps", "1", "--repeats", "2", "--warmup-steps", "0", "--rcp", "ssd", "--rcp-version", "4.1.0",
+                 "--train-samples", "512", "--project-sizes", "8,64,8192", "--out", str(tmp_path), "--no-plots"])
+    assert code == 0
+    saved = json.loads((tmp_path / "scale.json").read_text())
+    assert all("suspect" in p for p in saved["points"])
+    assert saved["settings"]["scaling"] == "best"
+    rows = saved["projection"]["time_to_train"]
+    assert [r["n"] for r in rows] == [8, 64, 8192]
+    first = rows[0]
+    assert first["status"] == "projected" and 256 <= first["global_batch"] <= 2048 and first["minutes"] > 0
+    epochs = ttt.from_mlperf("ssd", "4.1.0").at(first["global_batch"]).mean
+    assert first["convergence"]["samples"] == pytest.approx(epochs * 512)
+    assert rows[2]["status"] == "no projection" and "beyond the largest covered" in rows[2]["reason"]
+    assert "time to train (best scaling; convergence: MLPerf RCPs training_4.1.0/rcps_ssd.json" in \
+        capsys.readouterr().out
