@@ -304,3 +304,34 @@ def test_trainmark_scale_runs_the_tiny_benchmark_under_torchrun_and_projects_tim
     assert rows[2]["status"] == "no projection" and "beyond the largest covered" in rows[2]["reason"]
     assert "time to train (best scaling; convergence: MLPerf RCPs training_4.1.0/rcps_ssd.json" in \
         capsys.readouterr().out
+
+
+def test_a_sweep_curve_shapes_compute_over_the_local_batch(tmp_path):
+    curve = ((8, 0.010), (32, 0.016), (128, 0.040))
+    assert scale_model.curve_seconds(curve, 32) == pytest.approx(0.016)
+    assert scale_model.curve_seconds(curve, 80) == pytest.approx(0.016 + 0.024 * 48 / 96)
+    assert scale_model.curve_seconds(curve, 4) == pytest.approx(0.010 - 0.006 * 4 / 24)   # the fixed part stays
+    assert scale_model.curve_seconds(curve, 0) == pytest.approx(0.010 - 0.006 * 8 / 24)
+    assert scale_model.curve_seconds(curve, 256) == pytest.approx(0.040 + 0.024 * 128 / 96)
+    assert scale_model.curve_seconds(((10, 1.0),), 5) == pytest.approx(0.5)
+    profile = scale_model.ComputeProfile(compute_s=0.032, local_batch=32, gradient_bytes=0, curve=curve)
+    assert profile.compute_at(32) == pytest.approx(0.032) and profile.compute_at(8) == pytest.approx(0.020)
+    sweep = tmp_path / "sweep.json"
+    points = [{"status": "ok", "precision": "fp32", "batch_size": b, "step_ms": 1000 * t} for b, t in curve]
+    points += [{"status": "oom", "precision": "fp32", "batch_size": 512, "step_ms": None},
+               {"status": "ok", "precision": "amp", "batch_size": 8, "step_ms": 3.0}]
+    sweep.write_text(json.dumps({"format": "trainmark-sweep/1", "points": points}))
+    assert saturation.read_sweep_curve(sweep, "fp32") == curve
+    with pytest.raises(UserError, match="no measured point at precision bf16"):
+        saturation.read_sweep_curve(sweep, "bf16")
+    (tmp_path / "other.json").write_text('{"format": "trainmark-ops/1"}')
+    with pytest.raises(UserError, match="not a trainmark-sweep/1 report"):
+        saturation.read_sweep_curve(tmp_path / "other.json", "fp32")
+    parser = argparse.ArgumentParser()
+    scale_cli.register(parser.add_subparsers())
+    args = parser.parse_args(["scale", "tiny-test", "--rules-dir", str(TEST_RULES), "--sweep", str(sweep)])
+    assert scale_cli.settings_from_args(args).compute_curve == curve
+    args = parser.parse_args(["scale", "tiny-test", "--rules-dir", str(TEST_RULES), "--sweep", str(sweep),
+                              "--fixed-step-fraction", "0.1"])
+    with pytest.raises(UserError, match="one model of compute"):
+        scale_cli.settings_from_args(args)

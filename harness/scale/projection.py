@@ -51,11 +51,35 @@ class ComputeProfile:
     gradient_bytes: int
     overlap: float = 0.0   # phi in the module docstring
     fixed_fraction: float = 0.0   # the part of compute_s that does not shrink with the local batch
+    # measured one-device step seconds per batch size (trainmark sweep): the shape of compute over the batch
+    curve: tuple[tuple[float, float], ...] = ()
 
     def compute_at(self, local_batch: float) -> float:
-        """Compute at ``local_batch``: a fixed part per step (optimizer, launches) plus a part linear in the batch."""
+        """Compute at ``local_batch``: the measured curve's shape, scaled to ``compute_s`` at ``self.local_batch``;
+        without a curve a fixed part per step (optimizer, launches) plus a part linear in the batch."""
+        if self.curve:
+            return self.compute_s * curve_seconds(self.curve, local_batch) / curve_seconds(self.curve,
+                                                                                            self.local_batch)
         f = self.fixed_fraction
         return self.compute_s * (f + (1 - f) * local_batch / self.local_batch)
+
+
+def curve_seconds(curve: tuple[tuple[float, float], ...], batch: float) -> float:
+    """Step seconds at ``batch`` from measured (batch, seconds) points: linear between them, and beyond them
+    along the line through the two nearest (one point: through the origin), never below a tenth of the
+    smallest measured step."""
+    pts = sorted(curve)
+    if len(pts) == 1:
+        (b0, t0), = pts
+        return t0 * batch / b0
+    if batch <= pts[0][0]:
+        (b0, t0), (b1, t1) = pts[0], pts[1]
+    elif batch >= pts[-1][0]:
+        (b0, t0), (b1, t1) = pts[-2], pts[-1]
+    else:
+        (b0, t0), (b1, t1) = next((a, b) for a, b in zip(pts, pts[1:]) if a[0] <= batch <= b[0])
+    t = t0 + (t1 - t0) * (batch - b0) / (b1 - b0)
+    return max(t, 0.1 * min(x for _, x in pts))
 
 
 def allreduce_seconds(n: int, nbytes: float, link: Link) -> float:

@@ -57,6 +57,7 @@ class ScaleSettings:
     link: scale_model.Link | None = None  # from flags; else fitted from the largest launch's all-reduces
     overlap: float = 0.0
     fixed_fraction: float = 0.0           # compute per step that does not shrink with the local batch
+    compute_curve: tuple = ()             # (local batch, step seconds) from a trainmark sweep (--sweep)
     project_sizes: list[int] = field(default_factory=lambda: list(scale_model.DEFAULT_SIZES))
     scaling: str = "best"                 # weak (each rank keeps its batch), strong, or best (fastest to train)
     convergence: ttt.Convergence | None = None   # epochs or samples to converge per global batch
@@ -179,7 +180,7 @@ def analyse(points: list[dict], s: ScaleSettings) -> dict:
         out["projection_reason"] = why or "no one-rank point was measured: the projection starts from it"
         return out
     profile = scale_model.ComputeProfile(one["compute_s"], one["global_batch"], one["_raw"]["gradient_bytes"],
-                                         s.overlap, s.fixed_fraction)
+                                         s.overlap, s.fixed_fraction, tuple(map(tuple, s.compute_curve)))
     out["projection"] = _projection(ok, one, profile, link, s)
     return out
 
@@ -237,6 +238,9 @@ def _projection(ok: list[dict], one: dict, profile: scale_model.ComputeProfile, 
                     "(docs/scale.md)",
            "scaling": s.scaling, "mode": mode, "compute_s_one_rank": one["compute_s"],
            "gradient_bytes": profile.gradient_bytes, "overlap": s.overlap,
+           "compute_model": (f"the shape of a trainmark sweep's step times at local batches "
+                             f"{[b for b, _ in profile.curve]}, scaled to the one-rank point" if profile.curve else
+                             f"linear in the local batch with a fixed part of {s.fixed_fraction:g}"),
            "validation": _validation(ok, profile, link, s), "rows": rows,
            "saturation_world_size": scale_model.saturation_point(rows, s.min_gain),
            "suspect": one.get("suspect") and f"the one-rank point it starts from is suspect: {one['suspect']}"}
@@ -480,6 +484,24 @@ def read_link(path: Path) -> scale_model.Link:
         return scale_model.Link(float(link["latency_s"]), float(link["bandwidth_bps"]), f"{path}: {link.get('source')}")
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"--link-from {path}: field 'link': {exc}") from None
+
+
+def read_sweep_curve(path: Path, precision: str) -> tuple[tuple[float, float], ...]:
+    """(batch size, step seconds) of a ``trainmark sweep --json`` report's ok points at ``precision``."""
+    report, _ = read_json_report(path, "--sweep", REPORT_CAP * 16)
+    if not isinstance(report, dict) or report.get("format") != artifacts.SWEEP_FORMAT \
+            or not isinstance(report.get("points"), list):
+        raise UserError(f"--sweep {path}: not a {artifacts.SWEEP_FORMAT} report (write one with `trainmark sweep`)")
+    curve = {}
+    for p in report["points"]:
+        if not isinstance(p, dict) or p.get("status") != "ok" or p.get("precision") != precision:
+            continue
+        batch, step_ms = p.get("batch_size"), p.get("step_ms")
+        if isinstance(batch, int) and batch > 0 and isinstance(step_ms, (int, float)) and 0 < step_ms < math.inf:
+            curve[batch] = step_ms / 1000
+    if not curve:
+        raise UserError(f"--sweep {path}: no measured point at precision {precision}")
+    return tuple(sorted(curve.items()))
 
 
 def format_allreduce(report: dict) -> str:

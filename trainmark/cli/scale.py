@@ -43,6 +43,9 @@ def register(sub) -> None:
     p.add_argument("--rcp-version", help="MLPerf training ruleset of --rcp (e.g. 4.0.0; default: the newest)")
     p.add_argument("--train-samples", type=int,
                    help="training samples per epoch, for time to train (default: from the rules' dataset)")
+    p.add_argument("--sweep", type=Path, metavar="SWEEP_JSON",
+                   help="projection: compute per step over the local batch from a `trainmark sweep` report of one "
+                        "device (its shape, scaled to the one-rank point), instead of linear in the batch")
     p.add_argument("--max-spread", type=float, default=0.25,
                    help="a point whose step time varies more than this fraction is suspect (default: %(default)s)")
     p.add_argument("--nproc", default="1,2,4",
@@ -123,6 +126,8 @@ def settings_from_args(args):
     batch = args.batch_size or int(rules.defaults()["global_batch_size"])
     if batch < 1:
         raise UserError(f"--batch-size {batch}: must be positive")
+    if args.sweep is not None and args.fixed_step_fraction is not None:
+        raise UserError("--sweep and --fixed-step-fraction: give one model of compute over the batch")
     link = None
     if (args.link_bandwidth_gbs is None) != (args.link_latency_us is None):
         raise UserError("give both --link-bandwidth-gbs and --link-latency-us, or neither (then they are fitted)")
@@ -143,6 +148,7 @@ def settings_from_args(args):
         min_gain=args.min_gain, rules_version=rules.version, rules_dir=args.rules_dir, timeout_s=args.timeout,
         link=link, overlap=_fraction(args.overlap, 0.0, "--overlap"),
         fixed_fraction=_fraction(args.fixed_step_fraction, 0.0, "--fixed-step-fraction"),
+        compute_curve=scale.read_sweep_curve(args.sweep, args.precision) if args.sweep else (),
         project_sizes=_ints(args.project_sizes, "--project-sizes"),
         scaling=args.scaling, max_spread=args.max_spread, **convergence_from_args(args, rules))
     scale.check_world_sizes(s.global_batch, s.nprocs, s.nnodes)
