@@ -284,11 +284,16 @@ def bucket_medians(records: list[dict]) -> list[dict]:
                "refused": sum(1 for r in records if r["n_small"] <= small_max and r["n_large"] >= large_min
                               and r["error"] is None),
                "model": _median_abs([r["error"] for r in chosen]),
-               "too_optimistic": sum(1 for r in chosen if r["error"] < 0)}
+               "too_optimistic": sum(1 for r in chosen if r["error"] < 0),
+               "within_interval": sum(1 for r in chosen if _within(r["actual_minutes"], r["projected_interval"]))}
         for base in ("linear", "flat_ring"):
             row[base] = _median_abs([r["baselines"][base]["error"] for r in chosen])
         out.append(row)
     return out
+
+
+def _within(value: float, interval: list[float]) -> bool:
+    return interval[0] <= value <= interval[1]
 
 
 def _median_abs(errors: list) -> float | None:
@@ -325,12 +330,13 @@ def format_summary(result: dict) -> str:
     lines = [f"{len(result['records'])} pairs ({result['scaling']} scaling), "
              f"{result['unreadable_runs']} runs unreadable or not converged",
              f"{'bucket':<14} {'pairs':>5} {'refused':>7} {'model':>7} {'linear':>7} {'flat ring':>9} "
-             f"{'optimistic':>10}"]
+             f"{'optimistic':>10} {'in interval':>11}"]
     def pct(x):
         return "-" if x is None else f"{x:.0%}"
     for b in result["buckets"]:
         lines.append(f"{b['bucket']:<14} {b['pairs']:>5} {b['refused']:>7} {pct(b['model']):>7} "
-                     f"{pct(b['linear']):>7} {pct(b['flat_ring']):>9} {b['too_optimistic']:>10}")
+                     f"{pct(b['linear']):>7} {pct(b['flat_ring']):>9} {b['too_optimistic']:>10} "
+                     f"{b['within_interval']:>11}")
     refused = sorted({(r["benchmark"], r["reason"]) for r in result["records"] if r["reason"]})
     lines += [f"not projected: {b}: {why}" for b, why in refused]
     return "\n".join(lines)
