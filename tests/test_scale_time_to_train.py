@@ -258,6 +258,8 @@ def test_validate_writes_one_record_per_pair_and_the_medians(small_round, tmp_pa
     assert result["unreadable_runs"] == 1
     text = capsys.readouterr().out
     assert "<=8 -> >=64" in text and "not projected: llama2_70b_lora: model-parallel LLM" in text
+    twice = mv.validate_rounds([small_round, small_round], scaling="weak")
+    assert len(twice["records"]) == 3 and twice["rounds"][1]["pairs_repeated_from_earlier_rounds"] == 3
 
 
 def runs_io_fields():

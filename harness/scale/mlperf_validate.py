@@ -305,12 +305,20 @@ def validate_rounds(roots: list[Path], *, scaling: str = "weak", overlap: float 
                     progress=None) -> dict:
     """Records for every pair in ``roots`` and the medians by bucket (``artifacts.SCALE_VALIDATION_FORMAT``)."""
     problems: list[str] = []
-    records, rounds, cache = [], [], {}
+    records, rounds, cache, seen = [], [], {}, set()
     for root in roots:
         results = read_round(Path(root), problems)
         version = round_version(Path(root))
-        rounds.append({"folder": str(root), "rcp_version": version, "system_results": len(results)})
+        rounds.append({"folder": str(root), "rcp_version": version, "system_results": len(results),
+                       "pairs_repeated_from_earlier_rounds": 0})
         for small, large in pairs(results):
+            # a round's repository may carry an earlier round's result folders: one pair counts once
+            same = (small.benchmark, small.desc.submitter, small.desc.system, large.desc.system, small.minutes,
+                    large.minutes)
+            if same in seen:
+                rounds[-1]["pairs_repeated_from_earlier_rounds"] += 1
+                continue
+            seen.add(same)
             if (small.benchmark, version) not in cache:
                 cache[small.benchmark, version] = ttt.from_mlperf(small.benchmark, version)
             records.append(pair_record(small, large, cache[small.benchmark, version], scaling, overlap=overlap,
