@@ -337,3 +337,28 @@ def test_a_sweep_curve_shapes_compute_over_the_local_batch(tmp_path):
                               "--fixed-step-fraction", "0.1"])
     with pytest.raises(UserError, match="one model of compute"):
         scale_cli.settings_from_args(args)
+
+
+def test_a_two_level_link_is_used_past_one_node():
+    inter = scale_model.Link(1e-5, 5e9, "between nodes")
+    s = saturation.ScaleSettings(benchmark="x", nprocs=[1], global_batch=64, link=LINK, inter_link=inter,
+                                 node_size=8, project_sizes=[8, 64])
+    raw = {"gradient_bytes": 100_000_000, "allreduce": []}
+    one = {"world_size": 1, "status": "ok", "global_batch": 64, "samples_per_s": 640.0, "step_s": 0.1,
+           "compute_s": 0.1, "comm_s": 0.0, "exposed_comm_s": 0.0, "step_spread": 0.0, "_raw": raw,
+           "nnodes": 1, "nproc_per_node": 1, "local_batch": 64, "error": None}
+    result = {"points": [one], **saturation.analyse([one], s)}
+    assert result["link"]["per_node"] == 8 and result["link"]["inter"]["bandwidth_bps"] == 5e9
+    rows = {r["n"]: r for r in result["projection"]["rows"]}
+    links = scale_model.TwoLevelLink(LINK, inter, 8)
+    assert rows[8]["comm_s"] == pytest.approx(scale_model.allreduce_seconds(8, 1e8, LINK))
+    assert rows[64]["comm_s"] == pytest.approx(scale_model.two_level_allreduce_seconds(64, 1e8, links))
+    assert "link: inside a node of 8:" in saturation.format_summary(result)
+    parser = argparse.ArgumentParser()
+    scale_cli.register(parser.add_subparsers())
+    base = ["scale", "tiny-test", "--rules-dir", str(TEST_RULES)]
+    got = scale_cli.settings_from_args(parser.parse_args(base + ["--node-size", "8", "--inter-link-bandwidth-gbs",
+                                                                 "50", "--inter-link-latency-us", "10"]))
+    assert got.node_size == 8 and got.inter_link.bandwidth_bps == 50e9
+    with pytest.raises(UserError, match="needs --node-size"):
+        scale_cli.settings_from_args(parser.parse_args(base + ["--node-size", "8"]))

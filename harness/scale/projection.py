@@ -82,13 +82,6 @@ def curve_seconds(curve: tuple[tuple[float, float], ...], batch: float) -> float
     return max(t, 0.1 * min(x for _, x in pts))
 
 
-def allreduce_seconds(n: int, nbytes: float, link: Link) -> float:
-    """Ring all-reduce time of ``nbytes`` over ``n`` ranks (0 for one rank)."""
-    if n <= 1:
-        return 0.0
-    return 2 * (n - 1) * link.latency_s + 2 * (n - 1) / n * nbytes / link.bandwidth_bps
-
-
 @dataclass(frozen=True)
 class TwoLevelLink:
     """Links inside a node (or NVLink domain) of ``per_node`` accelerators and between nodes (per accelerator)."""
@@ -96,6 +89,15 @@ class TwoLevelLink:
     intra: Link
     inter: Link
     per_node: int
+
+
+def allreduce_seconds(n: int, nbytes: float, link: Link | TwoLevelLink) -> float:
+    """Ring all-reduce time of ``nbytes`` over ``n`` ranks (0 for one rank); two-level for a TwoLevelLink."""
+    if isinstance(link, TwoLevelLink):
+        return two_level_allreduce_seconds(n, nbytes, link)
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) * link.latency_s + 2 * (n - 1) / n * nbytes / link.bandwidth_bps
 
 
 def two_level_allreduce_seconds(n: int, nbytes: float, links: TwoLevelLink) -> float:

@@ -58,6 +58,8 @@ class ScaleSettings:
     overlap: float = 0.0
     fixed_fraction: float = 0.0           # compute per step that does not shrink with the local batch
     compute_curve: tuple = ()             # (local batch, step seconds) from a trainmark sweep (--sweep)
+    inter_link: scale_model.Link | None = None   # between nodes, per accelerator; with node_size: two levels
+    node_size: int | None = None
     project_sizes: list[int] = field(default_factory=lambda: list(scale_model.DEFAULT_SIZES))
     scaling: str = "best"                 # weak (each rank keeps its batch), strong, or best (fastest to train)
     convergence: ttt.Convergence | None = None   # epochs or samples to converge per global batch
@@ -174,6 +176,8 @@ def analyse(points: list[dict], s: ScaleSettings) -> dict:
         "null: still growing by at least that much at the largest size measured"),
         "suspect_points": [p["world_size"] for p in ok if p.get("suspect")]}
     link, why = _link(ok, s)
+    if link is not None and s.inter_link is not None:
+        link = scale_model.TwoLevelLink(link, s.inter_link, s.node_size)
     out["link"] = asdict(link) if link else None
     out["projection"] = None
     if link is None or one is None:
@@ -283,7 +287,7 @@ def run_scale(s: ScaleSettings, entry: list[str] | None = None, progress=None) -
     for p in points:
         p.pop("_raw", None)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(s).items()
-                if k not in ("link", "convergence")}
+                if k not in ("link", "convergence", "inter_link")}
     return {"format": FORMAT, "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "benchmark": s.benchmark, "settings": settings,
             "scaling": "measured: strong (the global batch is split over the ranks); projected: "
@@ -391,9 +395,7 @@ def format_summary(result: dict) -> str:
     lines.append(f"saturation: {result['saturation_world_size'] or 'not reached'} ({result['saturation_rule']})")
     proj = result.get("projection")
     if proj:
-        link = result["link"]
-        lines.append(f"link: {link['bandwidth_bps'] / 1e9:.3g} GB/s, {link['latency_s'] * 1e6:.3g} us "
-                     f"({link['source']})")
+        lines.append(_link_line(result["link"]))
         lines.append("validation (model / measured - 1): " + ", ".join(
             f"N={v['world_size']} {v['error']:+.0%} (with measured compute {v['error_from_measured_compute']:+.0%}; "
             f"all-reduce {1000 * v['allreduce_model_s']:.3g} vs {1000 * v['allreduce_measured_s']:.3g} ms)"
@@ -406,6 +408,15 @@ def format_summary(result: dict) -> str:
     else:
         lines.append(f"projection: none ({result.get('projection_reason')})")
     return "\n".join(lines)
+
+
+def _link_line(link: dict) -> str:
+    def one(x):
+        return f"{x['bandwidth_bps'] / 1e9:.3g} GB/s, {x['latency_s'] * 1e6:.3g} us ({x['source']})"
+    if "intra" in link:
+        return (f"link: inside a node of {link['per_node']}: {one(link['intra'])}; between nodes: "
+                f"{one(link['inter'])}")
+    return f"link: {one(link)}"
 
 
 def format_time_to_train(proj: dict) -> list[str]:

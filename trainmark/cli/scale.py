@@ -64,21 +64,31 @@ def register(sub) -> None:
     p.add_argument("--repeats", type=int, default=3, help="timed blocks per kind; medians count (default: %(default)s)")
     p.add_argument("--min-gain", type=float, default=0.05,
                    help="saturation: the next world size adds less than this fraction (default: %(default)s)")
-    p.add_argument("--link-bandwidth-gbs", type=float, help="projection: per-link bandwidth, GB/s (default: fitted)")
-    p.add_argument("--link-latency-us", type=float, help="projection: per-hop latency, microseconds")
-    p.add_argument("--link-from", type=Path, metavar="ALLREDUCE_JSON",
-                   help="projection: the link of a `trainmark ops --op allreduce --json` report")
-    p.add_argument("--overlap", type=float,
-                   help="projection: fraction of a compute time that hides all-reduce (0..1; default: 0 for a "
-                        f"projection, {VALIDATE_OVERLAP} for validate)")
-    p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))),
-                   help="world sizes to project with the model (default: %(default)s)")
+    _projection_arguments(p)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("scale"), help="output folder (default: %(default)s)")
     p.add_argument("--no-plots", action="store_true", help="write JSON and CSV only, no scale.png")
     p.add_argument("--rules-version", help="rules version (default: the latest)")
     p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
     p.set_defaults(func=cmd_scale)
+
+
+def _inter_link(args):
+    """The link between nodes: --node-size with both --inter-link-* flags, or none of them."""
+    from trainmark.harness.scale import projection as scale_model
+
+    given = [args.node_size, args.inter_link_bandwidth_gbs, args.inter_link_latency_us]
+    if all(v is None for v in given):
+        return None
+    if any(v is None for v in given):
+        raise UserError("a two-level link needs --node-size, --inter-link-bandwidth-gbs and --inter-link-latency-us")
+    if args.node_size < 1:
+        raise UserError(f"--node-size {args.node_size}: must be positive")
+    try:
+        return scale_model.Link(args.inter_link_latency_us * 1e-6, args.inter_link_bandwidth_gbs * 1e9,
+                                "between nodes, given on the command line")
+    except ValueError as exc:
+        raise UserError(f"--inter-link-*: {exc}") from None
 
 
 def convergence_from_args(args, rules) -> dict:
@@ -99,6 +109,25 @@ def convergence_from_args(args, rules) -> dict:
     else:
         spe, source = ttt.samples_per_epoch(rules)
     return {"convergence": conv, "samples_per_epoch": spe, "samples_per_epoch_source": source}
+
+
+def _projection_arguments(p) -> None:
+    """The link, overlap and compute model of the projection."""
+    p.add_argument("--link-bandwidth-gbs", type=float, help="projection: per-link bandwidth, GB/s (default: fitted)")
+    p.add_argument("--link-latency-us", type=float, help="projection: per-hop latency, microseconds")
+    p.add_argument("--link-from", type=Path, metavar="ALLREDUCE_JSON",
+                   help="projection: the link of a `trainmark ops --op allreduce --json` report")
+    p.add_argument("--node-size", type=int, metavar="N",
+                   help="projection: accelerators per node (or NVLink domain); with --inter-link-*: a two-level "
+                        "all-reduce, the link above inside a node and this one between nodes, ring or tree")
+    p.add_argument("--inter-link-bandwidth-gbs", type=float, help="projection: per-accelerator bandwidth between "
+                                                                  "nodes, GB/s (with --node-size)")
+    p.add_argument("--inter-link-latency-us", type=float, help="projection: latency between nodes, microseconds")
+    p.add_argument("--overlap", type=float,
+                   help="projection: fraction of a compute time that hides all-reduce (0..1; default: 0 for a "
+                        f"projection, {VALIDATE_OVERLAP} for validate)")
+    p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))),
+                   help="world sizes to project with the model (default: %(default)s)")
 
 
 def settings_from_args(args):
@@ -126,6 +155,7 @@ def settings_from_args(args):
     batch = args.batch_size or int(rules.defaults()["global_batch_size"])
     if batch < 1:
         raise UserError(f"--batch-size {batch}: must be positive")
+    inter = _inter_link(args)
     if args.sweep is not None and args.fixed_step_fraction is not None:
         raise UserError("--sweep and --fixed-step-fraction: give one model of compute over the batch")
     link = None
@@ -149,6 +179,7 @@ def settings_from_args(args):
         link=link, overlap=_fraction(args.overlap, 0.0, "--overlap"),
         fixed_fraction=_fraction(args.fixed_step_fraction, 0.0, "--fixed-step-fraction"),
         compute_curve=scale.read_sweep_curve(args.sweep, args.precision) if args.sweep else (),
+        inter_link=inter, node_size=args.node_size if inter else None,
         project_sizes=_ints(args.project_sizes, "--project-sizes"),
         scaling=args.scaling, max_spread=args.max_spread, **convergence_from_args(args, rules))
     scale.check_world_sizes(s.global_batch, s.nprocs, s.nnodes)
