@@ -362,3 +362,11 @@ def test_a_two_level_link_is_used_past_one_node():
     assert got.node_size == 8 and got.inter_link.bandwidth_bps == 50e9
     with pytest.raises(UserError, match="needs --node-size"):
         scale_cli.settings_from_args(parser.parse_args(base + ["--node-size", "8"]))
+
+
+def test_overlap_is_measured_unless_given():
+    points = [{"world_size": 1, "compute_s": 0.1, "comm_s": 0.0, "exposed_comm_s": 0.0},
+              {"world_size": 4, "compute_s": 0.1, "comm_s": 0.010, "exposed_comm_s": 0.004}]
+    overlap, source = saturation.measured_overlap(points)
+    assert overlap == pytest.approx(0.06) and "measured at world size 4" in source
+    assert saturation.measured_overlap(points[:1]) == (0.0, "no launch of 2 ranks or more: nothing hidden assumed")

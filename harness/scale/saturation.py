@@ -55,7 +55,7 @@ class ScaleSettings:
     rules_dir: Path | None = None
     timeout_s: float = 600.0
     link: scale_model.Link | None = None  # from flags; else fitted from the largest launch's all-reduces
-    overlap: float = 0.0
+    overlap: float | None = None          # None: measured (the largest launch's hidden all-reduce)
     fixed_fraction: float = 0.0           # compute per step that does not shrink with the local batch
     compute_curve: tuple = ()             # (local batch, step seconds) from a trainmark sweep (--sweep)
     inter_link: scale_model.Link | None = None   # between nodes, per accelerator; with node_size: two levels
@@ -183,10 +183,23 @@ def analyse(points: list[dict], s: ScaleSettings) -> dict:
     if link is None or one is None:
         out["projection_reason"] = why or "no one-rank point was measured: the projection starts from it"
         return out
+    overlap, out["overlap_source"] = measured_overlap(ok) if s.overlap is None else (s.overlap, "--overlap")
     profile = scale_model.ComputeProfile(one["compute_s"], one["global_batch"], one["_raw"]["gradient_bytes"],
-                                         s.overlap, s.fixed_fraction, tuple(map(tuple, s.compute_curve)))
+                                         overlap, s.fixed_fraction, tuple(map(tuple, s.compute_curve)))
     out["projection"] = _projection(ok, one, profile, link, s)
     return out
+
+
+def measured_overlap(ok: list[dict]) -> tuple[float, str]:
+    """The overlap the largest launch showed: the all-reduce time backward hid, over its compute time."""
+    multi = [p for p in ok if p["world_size"] > 1 and p.get("compute_s") and p.get("comm_s") is not None]
+    if not multi:
+        return 0.0, "no launch of 2 ranks or more: nothing hidden assumed"
+    p = multi[-1]
+    hidden = max(0.0, p["comm_s"] - (p["exposed_comm_s"] or 0.0))
+    return min(1.0, hidden / p["compute_s"]), (f"measured at world size {p['world_size']}: (all-reduce "
+                                              f"{p['comm_s']:.3g} s - exposed {p['exposed_comm_s']:.3g} s) / "
+                                              f"compute {p['compute_s']:.3g} s")
 
 
 def _link(ok: list[dict], s: ScaleSettings) -> tuple[scale_model.Link | None, str | None]:
@@ -218,7 +231,7 @@ def _validation(ok: list[dict], profile: scale_model.ComputeProfile, link: scale
         p["prediction_error"] = pred[0]["samples_per_s"] / p["samples_per_s"] - 1
         # the communication model alone: this size's measured compute plus the modelled exposed all-reduce
         t_ar = scale_model.allreduce_seconds(p["world_size"], profile.gradient_bytes, link)
-        comm_only = p["global_batch"] / (p["compute_s"] + max(0.0, t_ar - s.overlap * p["compute_s"]))
+        comm_only = p["global_batch"] / (p["compute_s"] + max(0.0, t_ar - profile.overlap * p["compute_s"]))
         validation.append({"world_size": p["world_size"], "measured": p["samples_per_s"],
                            "predicted": p["predicted_samples_per_s"], "error": p["prediction_error"],
                            "predicted_from_measured_compute": comm_only,
@@ -241,7 +254,7 @@ def _projection(ok: list[dict], one: dict, profile: scale_model.ComputeProfile, 
     out = {"model": "t_step = t_c(b) + max(0, t_ar - overlap * t_c(b)); t_ar = 2(N-1) alpha + 2(N-1)/N S/B "
                     "(docs/scale.md)",
            "scaling": s.scaling, "mode": mode, "compute_s_one_rank": one["compute_s"],
-           "gradient_bytes": profile.gradient_bytes, "overlap": s.overlap,
+           "gradient_bytes": profile.gradient_bytes, "overlap": profile.overlap,
            "compute_model": (f"the shape of a trainmark sweep's step times at local batches "
                              f"{[b for b, _ in profile.curve]}, scaled to the one-rank point" if profile.curve else
                              f"linear in the local batch with a fixed part of {s.fixed_fraction:g}"),
@@ -396,6 +409,8 @@ def format_summary(result: dict) -> str:
     proj = result.get("projection")
     if proj:
         lines.append(_link_line(result["link"]))
+        lines.append(f"overlap: {proj['overlap']:.2g} ({result.get('overlap_source')}); compute: "
+                     f"{proj['compute_model']}")
         lines.append("validation (model / measured - 1): " + ", ".join(
             f"N={v['world_size']} {v['error']:+.0%} (with measured compute {v['error_from_measured_compute']:+.0%}; "
             f"all-reduce {1000 * v['allreduce_model_s']:.3g} vs {1000 * v['allreduce_measured_s']:.3g} ms)"

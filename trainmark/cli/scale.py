@@ -124,8 +124,8 @@ def _projection_arguments(p) -> None:
                                                                   "nodes, GB/s (with --node-size)")
     p.add_argument("--inter-link-latency-us", type=float, help="projection: latency between nodes, microseconds")
     p.add_argument("--overlap", type=float,
-                   help="projection: fraction of a compute time that hides all-reduce (0..1; default: 0 for a "
-                        f"projection, {VALIDATE_OVERLAP} for validate)")
+                   help="projection: fraction of a compute time that hides all-reduce (0..1; default: measured in the "
+                        f"largest launch for a projection, {VALIDATE_OVERLAP} for validate)")
     p.add_argument("--project-sizes", default=",".join(map(str, (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))),
                    help="world sizes to project with the model (default: %(default)s)")
 
@@ -176,7 +176,7 @@ def settings_from_args(args):
         rdzv_endpoint=args.rdzv_endpoint, device=args.device, precision=args.precision, data=args.data,
         data_dir=args.data_dir, steps=args.steps, warmup_steps=args.warmup_steps, repeats=args.repeats,
         min_gain=args.min_gain, rules_version=rules.version, rules_dir=args.rules_dir, timeout_s=args.timeout,
-        link=link, overlap=_fraction(args.overlap, 0.0, "--overlap"),
+        link=link, overlap=None if args.overlap is None else _fraction(args.overlap, 0.0, "--overlap"),
         fixed_fraction=_fraction(args.fixed_step_fraction, 0.0, "--fixed-step-fraction"),
         compute_curve=scale.read_sweep_curve(args.sweep, args.precision) if args.sweep else (),
         inter_link=inter, node_size=args.node_size if inter else None,
