@@ -238,15 +238,35 @@ EXACT_REEVALUATION = {"tolerance": 0.0, "reason": "no reevaluation tolerance in 
                       "must equal the logged one"}
 
 
+def _latest_data(rules: BenchmarkRules) -> dict | None:
+    """The latest shipped rule file's data for the same benchmark, for an older version's fields that predate
+    it (rules 1.0 is frozen as released); None when ``rules`` is the latest or the benchmark has none."""
+    latest = RULES_ROOT / LATEST_VERSION / f"{rules.name}.yaml"
+    if rules.version != LATEST_VERSION and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", rules.name) and latest.is_file():
+        return load_file(latest).data
+    return None
+
+
 def reevaluation(rules: BenchmarkRules) -> dict[str, Any]:
     """How far a re-measured metric may lie from the logged one (``trainmark check --reevaluate``): the rule
     file's ``reevaluation`` {tolerance, reason}; a file without one (rules 1.0, frozen before re-evaluation
     existed) takes the latest shipped rules' of the same benchmark, else an exact match. ``source`` says which."""
     if "reevaluation" in rules.data:
         return {**rules.data["reevaluation"], "source": f"rules {rules.version}"}
-    latest = RULES_ROOT / LATEST_VERSION / f"{rules.name}.yaml"
-    if rules.version != LATEST_VERSION and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", rules.name) and latest.is_file():
-        shipped = load_file(latest).data.get("reevaluation")
-        if shipped is not None:
-            return {**shipped, "source": f"rules {LATEST_VERSION} (rules {rules.version} predates the field)"}
+    shipped = (_latest_data(rules) or {}).get("reevaluation")
+    if shipped is not None:
+        return {**shipped, "source": f"rules {LATEST_VERSION} (rules {rules.version} predates the field)"}
     return {**EXACT_REEVALUATION, "source": "default"}
+
+
+def eval_time_bound(rules: BenchmarkRules) -> dict[str, Any] | None:
+    """The most an evaluated sample may take as a multiple of a trained one (WORK-001): the rule file's
+    ``evaluation.max_eval_time_ratio`` {ratio, source}; a file without one takes the latest shipped rules' of
+    the same benchmark (rules 1.0 predates the field); None when no rules measured it (full-size, no runs)."""
+    bound = rules.evaluation.get("max_eval_time_ratio")
+    if bound is None:
+        bound = ((_latest_data(rules) or {}).get("evaluation") or {}).get("max_eval_time_ratio")
+        if bound is not None:
+            bound = {**bound, "source": f"rules {LATEST_VERSION} (rules {rules.version} predates the field): "
+                                        f"{bound['source']}"}
+    return bound

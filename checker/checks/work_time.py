@@ -7,7 +7,8 @@ time into evaluation windows. Each window is compared with the work the MLLOG sa
   pass per trained sample. Per sample an evaluation is therefore cheaper than training for a classifier,
   and a benchmark whose evaluation decodes (BLEU, WER) is slower by a factor its calibration measured.
   The rules state that factor's bound per benchmark (``evaluation.max_eval_time_ratio``, with the
-  measurement it comes from); an evaluation slower than the bound held training time. The training
+  measurement it comes from; rules 1.0, frozen before the field, take the latest rules' bound); an
+  evaluation slower than the bound held training time. The training
   reference is the trial's median epoch, so one odd epoch cannot move it.
 - WORK-002: an epoch's FLOPs (``trainmark_flops_per_step`` x whole steps of ``train_samples``) over its
   time above the peak the harness recorded for the system (trial.json ``peak_tflops``, the figure its
@@ -29,7 +30,7 @@ from trainmark.checker.verdict.codes import WORK_001, WORK_002, WORK_003
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
-from trainmark.rules.ruleset import BenchmarkRules
+from trainmark.rules.ruleset import BenchmarkRules, eval_time_bound
 
 FAST_EPOCH_FACTOR = 2.0
 
@@ -84,7 +85,7 @@ def _fast_epochs(record: TrialRecord, epochs: dict[int, Window], median: float, 
 
 def _slow_evaluations(events: list[Event], record: TrialRecord, median: float, rules: BenchmarkRules,
                       findings: Findings) -> None:
-    bound = rules.evaluation.get("max_eval_time_ratio")
+    bound = eval_time_bound(rules)
     train_samples = _positive(record.value(mllog.TRAIN_SAMPLES))
     eval_samples = _positive(record.value(mllog.EVAL_SAMPLES))
     if not bound or train_samples is None or eval_samples is None:
