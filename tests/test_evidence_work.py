@@ -182,3 +182,29 @@ def test_times_forged_consistently_faster_are_caught_by_the_telemetry_clock(ex, 
     (bench / "epochs.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     rc, errors, _ = _errors(ex, capsys)
     assert rc == 1 and errors == {"TELEMETRY-006"}
+
+
+@pytest.mark.parametrize("batch, expected", [(192, "CONVERGE-004"), (96, "CONVERGE-003"), (512, "CONVERGE-003")])
+def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(submission_copy, batch, expected):
+    """The shipped rules 1.1 hold resnet-mini points at 128 and 256 (docs/calibration.md): 192 is judged against
+    the interpolated reference, 96 and 512 cannot be judged."""
+    import json
+
+    import synthetic
+
+    from trainmark.checker.check import CheckOptions, check_path
+
+    bench = next(submission_copy.rglob("resnet-mini"))
+    for k in range(1, 6):
+        synthetic.edit_mllog(bench / f"result_{k}.txt", "global_batch_size", synthetic.set_value(batch))
+        trial_json = bench / f"trial_{k}" / "trial.json"
+        data = json.loads(trial_json.read_text())
+        trial_json.write_text(json.dumps({**data, "hparams": {**data["hparams"], "global_batch_size": batch}}))
+    report = check_path(submission_copy, CheckOptions(reference_builder=lambda r: synthetic.tiny_reference_model()))
+    rules = {f.rule: f for f in report.findings if f.rule.startswith("CONVERGE")}
+    assert set(rules) == {expected}
+    if expected == "CONVERGE-004":
+        assert "between the calibrated batch sizes 128 and 256" in rules[expected].message
+        assert report.exit_code == 0, [(f.rule, f.message) for f in report.findings if f.severity == "error"]
+    else:
+        assert rules[expected].severity == "error" and report.exit_code == 1
