@@ -172,14 +172,17 @@ def test_mllog_007_summary_edited(root):
     assert report.benchmarks[0].trials[4]["train_time_s"] == pytest.approx(187.505)  # never the summary's
 
 
-def test_mllog_008_energy_summary_is_a_warning(root):
+def test_mllog_008_energy_summary_is_a_warning_and_energy_004_an_error(root):
+    """The summary's energy disagreeing with the recomputed one is MLLOG-008 (a warning, as for any summary
+    field); that a figure disagrees with the meter's readings is also ENERGY-004, an error (issue 30)."""
     def energy(record):
         record["value"]["train_energy_j"] = 1.0
         return record
     line = synthetic.edit_mllog(result_file(root, 1), "trainmark_trial_result", energy)
     report = check_path(root, TINY)
     assert assert_finding(report, "MLLOG-008", f"{BENCH}/result_1.txt", line).severity == "warning"
-    assert report.exit_code == 0
+    assert assert_finding(report, "ENERGY-004", f"{BENCH}/result_1.txt").severity == "error"
+    assert report.exit_code == 1
 
 
 def test_mllog_009_engine_failure_is_a_finding(root, monkeypatch):

@@ -57,7 +57,9 @@ def check(out: Path, rules: Path):
 
 
 def findings(report):
-    return [(f.rule, f.file) for f in report.findings]
+    """(rule, file) of every finding but CONVERGE-002: the tiny test rules carry no convergence points, which
+    the checker says as a warning on every closed tiny-test folder; these tests are about the code record."""
+    return [(f.rule, f.file) for f in report.findings if f.rule != "CONVERGE-002"]
 
 
 def rewrite_manifest(record: Path) -> None:
@@ -232,7 +234,7 @@ def test_record_of_another_system_and_a_link_inside(run_copy):
 def test_closed_check_without_released_hashes_is_a_warning(run_copy):
     out, _ = run_copy
     report = check(out, TEST_RULES)  # the test rules ship no reference-code.json
-    assert [f.rule for f in report.findings] == ["CODE-008"] and report.exit_code == 0
+    assert [rule for rule, _ in findings(report)] == ["CODE-008"] and report.exit_code == 0
 
 
 def test_run_warns_before_training_when_the_reference_is_not_the_released_one(tmp_path, capsys):

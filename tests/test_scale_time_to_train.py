@@ -61,7 +61,7 @@ def test_time_to_train_rows_for_resnet_mini_from_its_rules():
     rules = get_rules("resnet-mini", "1.1")
     conv = ttt.from_rules(rules)
     spe, source = ttt.samples_per_epoch(rules)
-    assert conv.covered == (256, 256) and conv.unit == "epochs" and spe == 60_000 and "split.train" in source
+    assert conv.covered == (128, 256) and conv.unit == "epochs" and spe == 60_000 and "split.train" in source
     profile = scale_model.ComputeProfile(compute_s=0.5, local_batch=256, gradient_bytes=1_240_000)
     for mode in ("weak", "strong", "best"):
         rows = ttt.project_time_to_train(profile, LINK, [1, 8, 256, 512], mode=mode, global_batch=256, conv=conv,
@@ -152,7 +152,7 @@ def test_summary_shows_time_to_train_and_suspects():
     assert result["suspect_points"] == [2] and proj["suspect"] is None
     rows = proj["time_to_train"]
     assert [r["status"] for r in rows] == ["projected", "projected", "no projection"]
-    assert proj["convergence"]["covered_global_batches"] == [256, 256]
+    assert proj["convergence"]["covered_global_batches"] == [128, 256]
     text = saturation.format_summary(result)
     assert "SUSPECT: efficiency 6.15 > 1" in text and "time to train (best scaling" in text
     assert "no projection: 512 accelerators need a global batch of at least 512" in text

@@ -110,10 +110,13 @@ def test_ruleset_cannot_be_chosen_by_a_crafted_name(resnet, tmp_path):
     root, folder, marker = resnet
     with pytest.raises(UserError, match="unknown MLPerf training ruleset"):
         check_path(root, CheckOptions(mlperf_ruleset="../../" + str(tmp_path)))
-    # a folder name that looks like a version but is not one MLPerf ships falls back, never opens anything
+    # a folder name that looks like a version but is not one MLPerf ships chooses nothing and opens nothing:
+    # the check asks for the ruleset (exit 2), and with one named it runs
     odd = tmp_path / "results_v9.9"
     shutil.copytree(root, odd)
-    report = check_path(odd)
+    with pytest.raises(UserError, match="--mlperf-ruleset"):
+        check_path(odd)
+    report = check_path(odd, CheckOptions(mlperf_ruleset="4.0.0"))
     assert not marker.exists() and report.benchmarks
 
 

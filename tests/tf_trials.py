@@ -44,8 +44,9 @@ def checked_trial(out: Path, rules: Path, name: str, capsys) -> tuple[dict, obje
 
     trial_dir = out / "closed" / "ci" / "results" / "ci-box" / name / "trial_1"
     capsys.readouterr()
-    assert main(["check", str(out), "--rules-dir", str(rules), "--json"]) == 0
+    rc = main(["check", str(out), "--rules-dir", str(rules), "--json"])
     report = json.loads(capsys.readouterr().out)
+    assert rc == 0, [(f["rule"], f["message"]) for f in report["findings"] if f["severity"] == "error"]
     assert report["passed"] is True and not [f for f in report["findings"] if f["rule"].startswith("CODE-")]
     ref = registry.for_rules(get_rules(name, rules_root=rules))
     model = ref.build_model()

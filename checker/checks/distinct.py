@@ -5,8 +5,10 @@ easily avoid: byte-identical weights, and the same metric after every epoch. Tra
 seeds never give either: float rounding alone makes the weights differ, and two curves of three or
 more evaluations agreeing to four decimals under different seeds has not happened in any calibration
 (docs/calibration.md: 10 seeds per mini). Curves of fewer evaluations are not compared (coarse metrics
-can agree by chance). Weights whose trained tensors are constant (say, zeroed) cannot be what reached
-the logged metric; ``check --reevaluate`` proves the rest by measuring the metric again.
+can agree by chance). A weight matrix or kernel (two or more dimensions) starts random and no training
+makes it constant; one that is (say, zeroed) cannot be what reached the logged metric. One-dimensional
+weights are not judged: a normalization's scale may stay at its initial 1.0 (a twin that does not train
+it). ``check --reevaluate`` proves the rest by measuring the metric again.
 
 Weights are read a tensor at a time (``SafeTree.read_range``) and hashed in chunks: memory stays
 bounded by the largest tensor, time linear in the file.
@@ -23,7 +25,7 @@ from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
 
 MIN_CURVE_EVALUATIONS = 3
-MIN_CONSTANT_ELEMENTS = 16      # a trained weight of 16 or more values is never constant
+MIN_CONSTANT_ELEMENTS = 16      # a random matrix of 16 or more values is never constant
 FLOAT_DTYPES = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
 MAX_TENSOR_BYTES = 1 << 30      # larger tensors are hashed but not scanned for constancy (1 GiB in memory)
 CHUNK = 16 << 20
@@ -41,12 +43,12 @@ def weights_digest(tree: SafeTree, rel: str, findings: Findings) -> str | None:
     for group in _groups(spans):  # small tensors in one read, a large one in CHUNK pieces
         begin, end = group[0][2], group[-1][3]
         data = tree.read_range(rel, start + begin, end - begin) if end - begin <= CHUNK else None
-        for name, dtype, b, e in group:
+        for name, dtype, b, e, dimensions in group:
             if data is not None:
                 pieces = [data[b - begin:e - begin]]
             else:
                 pieces = (tree.read_range(rel, start + o, min(CHUNK, e - o)) for o in range(b, e, CHUNK))
-            if _constant(name, dtype, e - b, pieces, digest):
+            if _constant(name, dtype, dimensions, e - b, pieces, digest):
                 constant.append(name)
     if constant:
         findings.add(WORK_005, rel, f"{len(constant)} trained weight tensor(s) hold one value repeated: "
@@ -55,9 +57,9 @@ def weights_digest(tree: SafeTree, rel: str, findings: Findings) -> str | None:
     return digest.hexdigest()
 
 
-def _groups(spans: list[tuple[str, str, int, int]]) -> list[list[tuple[str, str, int, int]]]:
+def _groups(spans: list[tuple[str, str, int, int, int]]) -> list[list[tuple[str, str, int, int, int]]]:
     """Consecutive tensors together up to CHUNK bytes; a tensor larger than CHUNK alone."""
-    groups: list[list[tuple[str, str, int, int]]] = []
+    groups: list[list[tuple[str, str, int, int, int]]] = []
     for span in spans:
         if groups and span[3] - groups[-1][0][2] <= CHUNK:
             groups[-1].append(span)
@@ -66,11 +68,11 @@ def _groups(spans: list[tuple[str, str, int, int]]) -> list[list[tuple[str, str,
     return groups
 
 
-def _constant(name: str, dtype: str, nbytes: int, pieces, digest) -> bool:
-    """Hash the tensor's bytes; True when it is a trained weight whose every value is the same."""
+def _constant(name: str, dtype: str, dimensions: int, nbytes: int, pieces, digest) -> bool:
+    """Hash the tensor's bytes; True when it is a trained weight matrix whose every value is the same."""
     size = FLOAT_DTYPES.get(dtype)
-    scan = size is not None and name.endswith("weight") and nbytes // size >= MIN_CONSTANT_ELEMENTS \
-        and nbytes <= MAX_TENSOR_BYTES
+    scan = size is not None and name.endswith("weight") and dimensions >= 2 \
+        and MIN_CONSTANT_ELEMENTS * size <= nbytes <= MAX_TENSOR_BYTES
     first, same = b"", True
     for piece in pieces:
         digest.update(piece)

@@ -122,13 +122,14 @@ def _entry(name: str, info, rel: str):
     return dtype, shape, offsets
 
 
-def tensor_spans(tree: SafeTree, rel: str) -> tuple[int, list[tuple[str, str, int, int]]]:
-    """Where each tensor's bytes lie: the data section's start and ``(name, dtype, begin, end)`` per tensor,
-    offsets relative to it, after ``read_tensor_table`` validated them (``HeaderError`` otherwise)."""
+def tensor_spans(tree: SafeTree, rel: str) -> tuple[int, list[tuple[str, str, int, int, int]]]:
+    """Where each tensor's bytes lie: the data section's start and ``(name, dtype, begin, end, dimensions)`` per
+    tensor, offsets relative to it, after ``read_tensor_table`` validated them (``HeaderError`` otherwise)."""
     read_tensor_table(tree, rel)
     head, _ = tree.read_head(rel, 8)
     length = int.from_bytes(head, "little")
     raw, _ = tree.read_head(rel, 8 + length)
     header = json.loads(raw[8:].decode("utf-8"))
-    spans = [(name, info["dtype"], *info["data_offsets"]) for name, info in header.items() if name != "__metadata__"]
+    spans = [(name, info["dtype"], *info["data_offsets"], len(info["shape"])) for name, info in header.items()
+             if name != "__metadata__"]
     return 8 + length, sorted(spans, key=lambda s: s[2])

@@ -340,8 +340,8 @@ WORK_004 = _code(
     "different seeds",
     "run every trial; a copy of another trial is not a trial")
 WORK_005 = _code(
-    "WORK-005", ERROR, "a trained weight tensor is constant (every value the same): these are not the weights "
-    "that were evaluated", "submit the model.safetensors the harness wrote at the end of the trial")
+    "WORK-005", ERROR, "a trained weight matrix or kernel is constant (every value the same): these are not the "
+    "weights that were evaluated", "submit the model.safetensors the harness wrote at the end of the trial")
 # Agreement of repeated trials
 SPREAD_001 = _code(
     "SPREAD-001", WARNING, "the trials' train times vary more than the rules' max_train_time_cv (the score ranks "
