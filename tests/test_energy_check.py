@@ -150,8 +150,24 @@ def test_telemetry_001_throttling_while_timed(tmp_path, monkeypatch):
     t = json.loads((out / BENCH / "trial_1" / "trial.json").read_text())
     assert t["history"][0]["telemetry"]["throttle"]["gpu0"]["reasons"] == ["sw_thermal_slowdown"]
     found = [f for f in check(out).findings if f.rule == "TELEMETRY-001"]
-    assert {f.file for f in found} == {f"{BENCH}/trial_{k}/telemetry.csv" for k in (1, 2, 3)}
+    # every trial whose sampler wrote a row inside a timed window (the tiny trials last a fraction of a second:
+    # on a loaded CI machine one may get none) reports the throttling, and at least two of the three do
+    sampled = {f"{BENCH}/trial_{k}/telemetry.csv" for k in (1, 2, 3) if _rows_while_timed(out / BENCH, k)}
+    assert {f.file for f in found} == sampled and len(sampled) >= 2
     assert "sw_thermal_slowdown" in found[0].message and found[0].severity == "warning"
+
+
+def _rows_while_timed(bench, k: int) -> int:
+    """Telemetry rows of trial k inside its run minus its evaluations, from the files themselves."""
+    from trainmark.format import mllog
+
+    events = mllog.read(bench / f"result_{k}.txt")
+    at = {e.key: e.time_ms for e in events if e.key in ("run_start", "run_stop")}
+    evals = list(zip([e.time_ms for e in events if e.key == "eval_start"],
+                     [e.time_ms for e in events if e.key == "eval_stop"]))
+    rows = [float(line.split(",", 1)[0]) for line in
+            (bench / f"trial_{k}" / "telemetry.csv").read_text().splitlines()[1:]]
+    return sum(at["run_start"] <= t <= at["run_stop"] and not any(a <= t <= b for a, b in evals) for t in rows)
 
 
 def test_telemetry_003_a_tampered_file(copy):
