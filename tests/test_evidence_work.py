@@ -208,3 +208,35 @@ def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(submissi
         assert report.exit_code == 0, [(f.rule, f.message) for f in report.findings if f.severity == "error"]
     else:
         assert rules[expected].severity == "error" and report.exit_code == 1
+
+
+def _epoch_events(epoch_seconds, eval_seconds):
+    """MLLOG events of back-to-back epochs, each followed by an evaluation, on the millisecond clock."""
+    from trainmark.format.mllog_read import Event
+    events, t, line = [], 0.0, 1
+    for epoch, (train, ev) in enumerate(zip(epoch_seconds, eval_seconds), start=1):
+        for key, dt in (("epoch_start", 0), ("epoch_stop", train), ("eval_start", 0), ("eval_stop", ev)):
+            t += dt * 1000
+            events.append(Event(line, "", t, key, None, {"epoch_num": epoch}, None))
+            line += 1
+    return events
+
+
+def _work_codes(epoch_seconds, eval_seconds):
+    from trainmark.checker.checks import work_time
+    from trainmark.checker.read.trial_record import Logged, TrialRecord
+    from trainmark.checker.verdict.findings import Findings
+    from trainmark.rules.ruleset import get_rules
+    record = TrialRecord(trial=1, rel="result_1.txt",
+                         points={"train_samples": Logged(60000, 1), "eval_samples": Logged(10000, 2)})
+    findings = Findings()
+    work_time.check_trial(_epoch_events(epoch_seconds, eval_seconds), record, None, get_rules(RESNET), findings)
+    return sorted(f.rule for f in findings)
+
+
+def test_work_checks_judge_seconds_not_clock_noise():
+    """A tiny test trial's millisecond epochs and evaluations prove nothing (issue 30's refused stop: an
+    epoch of 0.00 s beside a median of 0.02 s on a loaded CI machine); the same proportions in seconds do."""
+    assert _work_codes([0.02, 0.001, 0.02], [0.004, 0.004, 0.02]) == []
+    assert _work_codes([20, 5, 20], [3, 3, 3]) == ["WORK-003"]
+    assert _work_codes([20, 20, 20], [3, 3, 60]) == ["WORK-001"]
