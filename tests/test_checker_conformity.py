@@ -151,3 +151,22 @@ def test_without_injected_builder_the_shipped_reference_judges(root):
     # the synthetic model is not resnet-mini: closed-division conformity must fail on every trial
     report = check_path(root / "closed", CheckOptions())
     assert len(findings(report, "CONFORM-002")) == 5
+
+
+def test_conform_003_counts_every_difference_and_shows_the_first_20(root):
+    """Issue 32: "13 structural differences" listed 5; now the count is every difference and the message lists
+    the first 20 of them, then how many more."""
+    trial = bench(root, "open") / "trial_1"
+    wide = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(30)])
+    desc = replace_model(trial, wide)
+    reference = structure.describe(synthetic.tiny_reference_model())
+    every = structure.diff(reference, desc, limit=10**6)
+    for key, value in (("trainmark_model_fingerprint", desc["fingerprint"]),
+                       ("trainmark_parameter_count", desc["parameter_count"])):
+        synthetic.edit_mllog(bench(root, "open") / "result_1.txt", key, synthetic.set_value(value))
+    (finding,) = findings(check_path(root / "open", TINY), "CONFORM-003")
+    shown = int(finding.message.split("(the first ")[1].split(" ")[0])
+    assert len(every) > 20 and 10 <= shown <= 20  # 20, or fewer when they would overflow the message
+    assert f"{len(every)} structural differences (the first {shown} here)" in finding.message
+    assert finding.message.endswith(f"; ... and {len(every) - shown} more")
+    assert every[shown - 1] in finding.message and every[shown] not in finding.message

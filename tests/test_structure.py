@@ -32,3 +32,29 @@ def test_width_change_shows_as_shape_difference():
     d = structure.diff(a, b)
     assert "parameter 0.weight: reference float32[8, 4], submitted float32[9, 4]" in d
     assert structure.fingerprint(a) == a["fingerprint"]
+
+
+def test_a_layer_inserted_mid_sequence_is_one_difference_not_a_renumbering():
+    """Issue 32: aligned by position, one inserted layer misaligned every later one."""
+    a = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)))
+    b = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(),
+                                         nn.Linear(8, 3)))
+    d = structure.diff(a, b)
+    assert d[0] == "module 1 not in the reference (Dropout(p=0.1, inplace=False))"
+    assert d[1].startswith("module 4 (submitted as 5): reference Linear(in_features=8, out_features=2")
+    assert d[2:] == ["parameter 4.weight: reference float32[2, 8], submitted float32[3, 8]",
+                     "parameter 4.bias: reference float32[2], submitted float32[3]"]
+
+
+def test_a_missing_layer_is_one_difference_and_its_tensors_are_not_repeated():
+    a = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)))
+    b = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
+    assert structure.diff(a, b) == ["module 1 missing (reference: Linear(in_features=8, out_features=8, bias=True))"]
+
+
+def test_descriptions_too_large_to_align_are_compared_by_name(monkeypatch):
+    monkeypatch.setattr(structure, "MAX_ALIGNED_MODULES", 2)
+    a = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
+    b = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.ReLU(), nn.Linear(8, 2)))
+    d = structure.diff(a, b, limit=100)
+    assert "module 3 not in the reference (Linear(in_features=8, out_features=2, bias=True))" in d

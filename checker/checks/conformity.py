@@ -20,6 +20,7 @@ from trainmark.checker.verdict.findings import Findings
 from trainmark.format import layout, mllog
 from trainmark.rules.ruleset import BenchmarkRules
 
+SHOWN_DIFFERENCES, SHOWN_CHARS = 20, 1500  # in a finding's message; the count says how many there are in all
 ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module
 
 
@@ -173,25 +174,32 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
     if (structure.same_tensors(desc, reference) if tensors_only
             else structure.fingerprint(desc) == reference["fingerprint"]):
         return
-    differences = _ordered(structure.diff(reference, desc, limit=10**6, kinds=kinds))
+    differences = structure.diff(reference, desc, limit=10**6, kinds=kinds)
     if division == "closed":
-        findings.add(CONFORM_002, rel, "the model is not the reference model: " + "; ".join(differences),
+        findings.add(CONFORM_002, rel, "the model is not the reference model: " + _listed(differences),
                      line=_first_difference_line(text, reference, desc, kinds), expected=reference["fingerprint"],
                      seen=desc["fingerprint"])
         return
     flops = record.value(mllog.FLOPS_PER_STEP) if record is not None else None
     findings.add(CONFORM_003, rel, f"{desc['parameter_count']} parameters (reference "
                  f"{reference['parameter_count']}); FLOPs per step {flops if flops is not None else 'not logged'} "
-                 f"(reference: not known to the checker); {len(differences)} structural differences: "
-                 + "; ".join(differences[:5]), expected=f"{reference['parameter_count']} parameters",
+                 f"(reference: not known to the checker); " + _listed(differences), expected=f"{reference['parameter_count']} parameters",
                  seen=f"{desc['parameter_count']} parameters")
 
 
-def _ordered(differences: list[str], limit: int = 12) -> list[str]:
-    """Modules first (where a reviewer looks), then parameters, then buffers; at most ``limit``."""
-    kinds = ("module", "parameter", "buffer")
-    ordered = sorted(differences, key=lambda d: next((i for i, k in enumerate(kinds) if d.startswith(k)), 3))
-    return ordered[:limit] + ([f"... and {len(ordered) - limit} more"] if len(ordered) > limit else [])
+def _listed(differences: list[str]) -> str:
+    """The count, then the differences in model order up to ``SHOWN_DIFFERENCES`` (fewer when they are long:
+    a finding's message is bounded), then how many more."""
+    shown: list[str] = []
+    for d in differences[:SHOWN_DIFFERENCES]:
+        if sum(len(x) + 2 for x in shown) + len(d) > SHOWN_CHARS:
+            break
+        shown.append(d)
+    count = f"{len(differences)} structural difference{'s' if len(differences) != 1 else ''}"
+    more = len(differences) - len(shown)
+    if more > 0:
+        return f"{count} (the first {len(shown)} here): {'; '.join(shown)}; ... and {more} more"
+    return f"{count}: {'; '.join(shown)}"
 
 
 def _first_difference_line(text: str, reference: dict, desc: dict, kinds) -> int | None:

@@ -25,16 +25,20 @@ from trainmark.rules.ruleset import BenchmarkRules
 
 
 def check_numbering(trials: list[int], folder_rel: str, rules: BenchmarkRules | None, findings: Findings) -> None:
-    """Trials are 1..n without gaps, and n is the rules' trial count."""
+    """Trials are 1..n without gaps, and n is the rules' trial count: one finding per problem, so a
+    missing trial is TRIAL-001 alone, and TRIAL-002 names only trials beyond the rules' count."""
     present = set(trials)
     expected_count = int(rules.trials) if rules is not None else 0
+    asked = f"; the rules of {rules.name} ask for {rules.trials} trials" if rules is not None else ""
     for k in range(1, max(max(present, default=0), expected_count) + 1):
         if k not in present:
-            findings.add(TRIAL_001, f"{folder_rel}/{layout.result_file(k)}".lstrip("/"), f"trial {k} is missing",
-                         expected=f"{layout.result_file(k)} and {layout.trial_dir(k)}/", seen="missing")
-    if rules is not None and len(present) != int(rules.trials):
-        findings.add(TRIAL_002, folder_rel, f"{len(present)} trials; the rules of {rules.name} ask for "
-                     f"{rules.trials}", expected=rules.trials, seen=len(present))
+            findings.add(TRIAL_001, f"{folder_rel}/{layout.result_file(k)}".lstrip("/"), f"trial {k} is missing"
+                         + asked, expected=f"{layout.result_file(k)} and {layout.trial_dir(k)}/", seen="missing")
+    extra = sorted(k for k in present if k > expected_count)
+    if rules is not None and extra:
+        findings.add(TRIAL_002, folder_rel, f"trial(s) {', '.join(map(str, extra))} beyond the {rules.trials} "
+                     f"the rules of {rules.name} ask for: every submitted trial counts, none may be left out",
+                     expected=rules.trials, seen=len(present))
 
 
 def check_seeds(records: list[TrialRecord], findings: Findings) -> None:

@@ -252,7 +252,7 @@ TRIAL_001 = _code(
     "TRIAL-001", ERROR, "a trial is missing",
     "submit trials 1..n without gaps, each with result_<k>.txt and trial_<k>/")
 TRIAL_002 = _code(
-    "TRIAL-002", ERROR, "the number of trials differs from the rules",
+    "TRIAL-002", ERROR, "more trials than the rules ask for (a missing trial is TRIAL-001 alone)",
     "submit exactly the number of trials the rules' 'trials' field asks for")
 TRIAL_003 = _code(
     "TRIAL-003", ERROR, "a crashed or interrupted trial in the set of trials (never an allowed miss)",

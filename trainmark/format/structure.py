@@ -8,6 +8,7 @@ module imports no torch (the checker reads descriptions without it).
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from typing import Any
@@ -60,21 +61,90 @@ def same_tensors(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all({e["name"]: e for e in a[key]} == {e["name"]: e for e in b[key]} for _, key in TENSOR_KINDS)
 
 
+# Modules per side aligned as sequences (difflib is about quadratic in the worst case); a larger
+# description (a hostile one: the reference models have at most a few hundred) is compared by name.
+MAX_ALIGNED_MODULES = 5_000
+
+
 def diff(expected: dict[str, Any], actual: dict[str, Any], limit: int = 20, kinds=ALL_KINDS) -> list[str]:
-    """Human-readable differences between two descriptions (modules, then tensors; ``kinds``: which)."""
+    """Human-readable differences between two descriptions, modules first, in the model's order.
+
+    Modules are aligned by their sequence of (type, config) in ``named_modules`` order, not by name: one
+    layer inserted into an ``nn.Sequential`` renumbers every later layer, and is still one difference. A
+    tensor is compared with the reference's tensor of the module its owner is aligned with; tensors of an
+    inserted or missing module are that module's difference, not more."""
     out: list[str] = []
+    renamed: dict[str, str] = {}   # submitted module path -> the reference module it is aligned with
+    unmatched: set[str] = set()    # submitted modules inserted, reference modules missing
+    if any(key == "modules" for _, key in kinds):
+        renamed, unmatched, out = _align_modules(expected.get("modules", []), actual.get("modules", []))
     for kind, key in kinds:
+        if key == "modules":
+            continue
         exp = {e["name"]: e for e in expected.get(key, [])}
-        act = {e["name"]: e for e in actual.get(key, [])}
-        for name in exp.keys() - act.keys():
-            out.append(f"{kind} {name or '<root>'} missing (reference: {_short(exp[name])})")
-        for name in act.keys() - exp.keys():
-            out.append(f"{kind} {name or '<root>'} not in the reference ({_short(act[name])})")
-        for name in exp.keys() & act.keys():
-            if exp[name] != act[name]:
-                out.append(f"{kind} {name or '<root>'}: reference {_short(exp[name])}, submitted {_short(act[name])}")
-    out.sort()
+        act = {_aligned_name(e["name"], renamed): e for e in actual.get(key, [])}
+        for name in exp:
+            if name not in act and _owner(name) not in unmatched:
+                out.append(f"{kind} {name} missing (reference: {_short(exp[name])})")
+            elif name in act and exp[name] != {**act[name], "name": name}:
+                out.append(f"{kind} {name}: reference {_short(exp[name])}, submitted {_short(act[name])}")
+        for name, entry in act.items():
+            if name not in exp and _owner(entry["name"]) not in unmatched:
+                out.append(f"{kind} {entry['name']} not in the reference ({_short(entry)})")
     return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def _owner(tensor_name: str) -> str:
+    return tensor_name.rsplit(".", 1)[0] if "." in tensor_name else ""
+
+
+def _aligned_name(tensor_name: str, renamed: dict[str, str]) -> str:
+    owner = _owner(tensor_name)
+    if owner not in renamed:
+        return tensor_name
+    leaf = tensor_name[len(owner) + 1:] if owner else tensor_name
+    return f"{renamed[owner]}.{leaf}" if renamed[owner] else leaf
+
+
+def _align_modules(expected: list[dict], actual: list[dict]) -> tuple[dict[str, str], set[str], list[str]]:
+    """(submitted path -> reference path, paths inserted or missing, the module differences)."""
+    if max(len(expected), len(actual)) > MAX_ALIGNED_MODULES:
+        return _modules_by_name(expected, actual)
+    signature = [(e["type"], e["config"]) for e in expected]
+    matcher = difflib.SequenceMatcher(None, signature, [(a["type"], a["config"]) for a in actual], autojunk=False)
+    renamed: dict[str, str] = {}
+    unmatched: set[str] = set()
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        paired = min(i2 - i1, j2 - j1) if tag in ("equal", "replace") else 0
+        for i, j in zip(range(i1, i1 + paired), range(j1, j1 + paired)):
+            exp, act = expected[i], actual[j]
+            renamed[act["name"]] = exp["name"]
+            if tag == "replace":
+                where = _path(exp["name"]) + (f" (submitted as {_path(act['name'])})" if act["name"] != exp["name"]
+                                              else "")
+                out.append(f"module {where}: reference {_short(exp)}, submitted {_short(act)}")
+        for exp in expected[i1 + paired:i2]:
+            unmatched.add(exp["name"])
+            out.append(f"module {_path(exp['name'])} missing (reference: {_short(exp)})")
+        for act in actual[j1 + paired:j2]:
+            unmatched.add(act["name"])
+            out.append(f"module {_path(act['name'])} not in the reference ({_short(act)})")
+    return renamed, unmatched, out
+
+
+def _modules_by_name(expected: list[dict], actual: list[dict]) -> tuple[dict[str, str], set[str], list[str]]:
+    exp = {e["name"]: e for e in expected}
+    act = {a["name"]: a for a in actual}
+    out = [f"module {_path(n)} missing (reference: {_short(e)})" for n, e in exp.items() if n not in act]
+    out += [f"module {_path(n)} not in the reference ({_short(a)})" for n, a in act.items() if n not in exp]
+    out += [f"module {_path(n)}: reference {_short(exp[n])}, submitted {_short(a)}"
+            for n, a in act.items() if n in exp and exp[n] != a]
+    return {n: n for n in act if n in exp}, (exp.keys() ^ act.keys()), out
+
+
+def _path(name: str) -> str:
+    return name or "<root>"
 
 
 def _short(entry: dict[str, Any]) -> str:
