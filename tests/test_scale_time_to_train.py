@@ -120,6 +120,21 @@ def test_efficiency_above_one_and_a_wide_spread_are_suspect():
     assert "efficiency 6.15 > 1" in points[1]["suspect"] and "spread 60% > 25%" in points[1]["suspect"]
 
 
+def test_a_single_rank_slower_than_the_sweeps_quiet_rate_is_suspect():
+    """The sweep measured 0.10 s per step at batch 64 alone; a one-rank point computing 0.20 s was measured on a
+    busier machine, and every projection starts from it. Within the tolerance, and without a sweep, it is not."""
+    curve = ((32, 0.06), (96, 0.14))  # 0.10 s at 64, interpolated
+    s = saturation.ScaleSettings(benchmark="x", nprocs=[1, 2], global_batch=64, compute_curve=curve)
+    slow, fine, two = ({"world_size": 1, "compute_s": 0.20}, {"world_size": 1, "compute_s": 0.12},
+                       {"world_size": 2, "compute_s": 0.30})
+    saturation.flag_suspects([slow, fine, two], s)
+    assert "2.00x the sweep's quiet 100 ms at batch 64" in slow["suspect"]
+    assert fine["suspect"] is None and two["suspect"] is None  # two ranks on shared cores may compute slower
+    unswept = {"world_size": 1, "compute_s": 0.20}
+    saturation.flag_suspects([unswept], saturation.ScaleSettings(benchmark="x", nprocs=[1], global_batch=64))
+    assert unswept["suspect"] is None
+
+
 def test_settings_take_the_convergence_source_and_refuse_bad_values():
     parser = argparse.ArgumentParser()
     scale_cli.register(parser.add_subparsers())

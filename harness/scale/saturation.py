@@ -69,6 +69,10 @@ class ScaleSettings:
 
 
 EFFICIENCY_TOLERANCE = 0.05  # efficiency above 1 + this: a measurement artefact, never super-linear scaling
+# The one-rank point's compute per step may exceed the sweep's quiet step at the same batch by this much (the
+# same bound as a point's step-time spread): more, and the point every projection starts from was measured
+# on a busier machine than the sweep.
+QUIET_TOLERANCE = 0.25
 
 
 def nearest_divisors(n: int, world: int, count: int = 2) -> list[int]:
@@ -150,7 +154,8 @@ def measure_world(s: ScaleSettings, nproc: int, entry: list[str], workdir: Path)
 
 
 def flag_suspects(ok: list[dict], s: ScaleSettings) -> None:
-    """Mark points no projection should rest on: efficiency above 1, or steps that vary too much."""
+    """Mark points no projection should rest on: efficiency above 1, steps that vary too much, or a single
+    rank slower than the machine's quiet rate (the ``--sweep`` curve, measured alone, at the same batch)."""
     for p in ok:
         why = []
         if p.get("efficiency") is not None and p["efficiency"] > 1 + EFFICIENCY_TOLERANCE:
@@ -159,7 +164,23 @@ def flag_suspects(ok: list[dict], s: ScaleSettings) -> None:
         if p.get("step_spread") is not None and p["step_spread"] > s.max_spread:
             why.append(f"step time spread {p['step_spread']:.0%} > {s.max_spread:.0%} (slowest / fastest repeat "
                        "or rank): the machine was not quiet")
+        slower = _slower_than_quiet(p, s)
+        if slower:
+            why.append(slower)
         p["suspect"] = "; ".join(why) or None
+
+
+def _slower_than_quiet(p: dict, s: ScaleSettings) -> str | None:
+    """Why the one-rank point's compute is slower than the sweep measured at its batch, or None."""
+    compute = p.get("compute_s") or p.get("step_s")
+    if p.get("world_size") != 1 or not s.compute_curve or not isinstance(compute, (int, float)) or compute <= 0:
+        return None
+    quiet = scale_model.curve_seconds(tuple(map(tuple, s.compute_curve)), s.global_batch)
+    if compute <= quiet * (1 + QUIET_TOLERANCE):
+        return None
+    return (f"one rank computed a step in {compute * 1000:.4g} ms, {compute / quiet:.2f}x the sweep's quiet "
+            f"{quiet * 1000:.4g} ms at batch {s.global_batch} (at most {1 + QUIET_TOLERANCE:g}x): the machine was "
+            "busier than when swept")
 
 
 def analyse(points: list[dict], s: ScaleSettings) -> dict:
