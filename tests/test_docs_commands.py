@@ -159,6 +159,9 @@ def _existing(token: str) -> str | None:
         and path.exists() else None
 
 
+_OUTPUT_OPTIONS = ("-o", "--output", "--output-file", "--json", "--csv")
+
+
 def _rewrite(cmd: DocCommand, tmp_path: Path) -> list[str]:
     """``cmd.argv`` made runnable here: outputs into ``tmp_path``, a folder the repository lacks
     (`submission/`, `results/`) replaced by the example submissions, the repository's paths made absolute."""
@@ -169,7 +172,7 @@ def _rewrite(cmd: DocCommand, tmp_path: Path) -> list[str]:
         option = previous if previous is not None and takes_value.get(previous.split("=")[0]) else None
         if token.startswith("-") and token != "-":
             out.append(token)
-        elif option in ("-o", "--output", "--output-file", "--json", "--csv") and token != "-":
+        elif option in _OUTPUT_OPTIONS and token != "-":
             out.append(str(tmp_path / Path(token).name))
         elif option is None and cmd.argv[0] in ("check", "report", "table", "compare", "package"):
             out.append(_existing(token) or str(EXAMPLES))
@@ -198,6 +201,8 @@ def test_doc_command_runs(cmd, tmp_path, monkeypatch, capsys):
     status, argv, err = _RESULTS[key]
     assert status == cmd.exit_code, (f"{cmd.where()}\n  ran as: trainmark {' '.join(argv)}\n  exit {status}, "
                                      f"the doc implies {cmd.exit_code}\n  stderr: {err}")
+    outputs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in _OUTPUT_OPTIONS and argv[i + 1] != "-"]
+    assert all(p.is_file() and p.stat().st_size for p in outputs), f"{cmd.where()}\n  wrote nothing to {outputs}"
 
 
 def test_allowlist_names_doc_lines():
