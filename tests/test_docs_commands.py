@@ -307,6 +307,25 @@ def test_paths_the_docs_name_exist():
     assert missing == [], "\n".join(missing)
 
 
+def test_finding_codes_the_docs_name_exist_with_their_severity():
+    """`CONVERGE-003` in a sentence must be a code the checker emits, and "`MLPERF-014`, error" its severity
+    (the generated table in docs/checker.md is held by `trainmark rules docs`; this covers the prose)."""
+    from trainmark.checker.verdict.codes import _RULES
+
+    severity = {rule.id: rule.severity for rule in _RULES}
+    wrong = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"`([A-Z]+-\d{3})`(?: per run)?[,:]? \(?(?:an? )?(error|warning|info)?", text):
+            code, said = match.group(1), match.group(2)
+            where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}"
+            if code not in severity:
+                wrong.append(f"{where}: no finding code {code}")
+            elif said and said != severity[code]:
+                wrong.append(f"{where}: {code} is {severity[code]}, the page says {said}")
+    assert wrong == [], "\n".join(wrong)
+
+
 def test_pip_extras_the_docs_name_exist():
     """`pip install -e '.[tensorflow]'` names an extra pyproject.toml must define."""
     import tomllib
