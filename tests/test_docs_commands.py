@@ -307,6 +307,15 @@ def test_paths_the_docs_name_exist():
     assert missing == [], "\n".join(missing)
 
 
+def test_tests_the_docs_name_exist():
+    """"`test_zeroed_weights_are_work_005`" is offered as proof: the test must be there."""
+    defined = {m for f in (ROOT / "tests").glob("*.py")
+               for m in re.findall(r"^def (test_\w+)", f.read_text(encoding="utf-8"), flags=re.M)}
+    named = {(str(p.relative_to(ROOT)), name) for p in DOCS
+             for name in re.findall(r"`(test_\w+)`", p.read_text(encoding="utf-8"))}
+    assert sorted(n for n in named if n[1] not in defined) == []
+
+
 def test_finding_codes_the_docs_name_exist_with_their_severity():
     """`CONVERGE-003` in a sentence must be a code the checker emits, and "`MLPERF-014`, error" its severity
     (the generated table in docs/checker.md is held by `trainmark rules docs`; this covers the prose)."""
