@@ -28,6 +28,10 @@ class FolderFiles(Protocol):
 
     def json_file(self, rel: str) -> bytes | None: ...     # a system description (the cap for JSON files)
 
+    # Optional: ``outside_json_file(rel)`` reads a file above the checked folder (``rel`` starts with
+    # '../'), the checker's way. The report asks it for a lone benchmark folder's system description,
+    # ``../../../systems/<system>.json``; without it the page says that none was given.
+
 
 @dataclass
 class CurvePoint:
@@ -48,6 +52,11 @@ class TrialView:
     precision: str | None = None
     global_batch_size: int | None = None
     framework: str | None = None          # trainmark_framework (None: PyTorch, which logs none before rules 1.0)
+    errors: list[str] = field(default_factory=list)   # rules of the checker's errors in this trial's own files
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.errors)
 
 
 @dataclass
@@ -62,12 +71,33 @@ class BenchmarkView:
     def name(self) -> str:
         return self.result["benchmark"]
 
+    @property
+    def withheld(self) -> str | None:
+        """Why the score is not shown although the checker computed one: an error in this benchmark.
+
+        A score over a trial the checker found tampered with, or beside an error, is no score; the
+        page names the failing trials and rules instead."""
+        errors = [f for f in self.findings if f["severity"] == "error"]
+        if not errors and not self.result.get("errors"):
+            return None
+        failed = [t for t in self.trials if t.failed]
+        which = "; ".join(f"trial {t.summary['trial']}: {', '.join(t.errors)}" for t in failed)
+        count = self.result.get("errors") or len(errors)
+        return (f"{count} error{'s' if count != 1 else ''} in this benchmark"
+                + (f" ({which})" if which else f" ({', '.join(sorted({f['rule'] for f in errors}))})" if errors
+                   else ""))
+
 
 @dataclass
 class ReportData:
     report: dict                 # the checker's report as JSON (trainmark-check/1)
     benchmarks: list[BenchmarkView]
     systems: dict[str, dict]     # system file (relative) -> its description, or {} when unreadable
+
+    @property
+    def lone_benchmark(self) -> bool:
+        """The checked folder is one benchmark folder (results/<system>/<benchmark>): no systems/ inside."""
+        return any(v.result["path"] == "" for v in self.benchmarks)
 
 
 def _number(x: Any) -> float | None:
@@ -117,8 +147,10 @@ def trial_curve(events) -> tuple[list[CurvePoint], float | None]:
 
 def _read_system(files: FolderFiles, rel: str) -> dict:
     data = files.json_file(rel)
-    if data is None:
-        return {}
+    return {} if data is None else _parse_system(data)
+
+
+def _parse_system(data: bytes) -> dict:
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -168,6 +200,15 @@ def _trainmark_trials(files: FolderFiles, result: dict, missing: list[str]) -> l
     return views
 
 
+def trial_errors(result: dict, findings: list[dict], trial: dict) -> list[str]:
+    """The rules of the errors in one trial's own files: its result file and its trial_<k>/ folder."""
+    folder = trial["file"].rsplit("/", 1)[0] + "/" if "/" in trial["file"] else ""
+    own = f"{folder}{layout.TRIAL_PREFIX}{trial['trial']}"
+    rules = [f["rule"] for f in findings if f["severity"] == "error"
+             and (f["file"] == trial["file"] or f["file"] == own or f["file"].startswith(own + "/"))]
+    return list(dict.fromkeys(rules))
+
+
 def _missing(result: dict, trials: list[TrialView]) -> list[str]:
     score = result.get("score") or {}
     out = []
@@ -208,8 +249,28 @@ def gather(report: dict, files: FolderFiles, rules_root: Path | None = None
         trials = _trainmark_trials(files, result, missing) if trainmark else []
         under = findings_under(report, result["path"])
         rules = _rules_for(result["benchmark"], result.get("rules_version"), rules_root) if trainmark else None
+        for t in trials:
+            t.errors = trial_errors(result, under, t.summary)
         views.append(BenchmarkView(result, trials, under, rules, _missing(result, trials) + missing))
-    return views, read_systems(files, report)
+    systems = read_systems(files, report)
+    reader = getattr(files, "outside_json_file", None)
+    for result in report["benchmarks"]:
+        rel = lone_system_file(report, result)
+        if rel and reader is not None:
+            data = reader(rel)
+            systems[rel] = _parse_system(data) if data is not None else {}
+    return views, systems
+
+
+def lone_system_file(report: dict, result: dict) -> str | None:
+    """Where the layout puts the system description of a lone benchmark folder (the checked folder is
+    ``results/<system>/<benchmark>``): ``../../../systems/<system>.json``; None for any other folder."""
+    if result["path"] != "" or not result.get("system"):
+        return None
+    parts = report["path"].replace("\\", "/").rstrip("/").split("/")
+    if len(parts) < 3 or parts[-3] != layout.RESULTS_DIR or parts[-2] != result["system"]:
+        return None
+    return f"../../../{layout.SYSTEMS_DIR}/{layout.system_file(result['system'])}"
 
 
 def system_of(data: ReportData, result: dict) -> dict:
@@ -219,8 +280,19 @@ def system_of(data: ReportData, result: dict) -> dict:
 
 def find_system(systems: dict[str, dict], result: dict) -> dict:
     """``<submitter>/systems/<system>.json`` beside the ``<submitter>/results/`` the benchmark lies in."""
+    return systems.get(system_file_of(result) or "", {})
+
+
+def system_file_of(result: dict) -> str | None:
+    """The system description's path relative to the checked folder (None where the layout puts none):
+    ``<submitter>/systems/<system>.json`` beside the ``<submitter>/results/`` the benchmark lies in, or
+    ``../../../systems/<system>.json`` for a lone benchmark folder."""
+    if not result.get("system"):
+        return None
+    if result["path"] == "":
+        return f"../../../{layout.SYSTEMS_DIR}/{layout.system_file(result['system'])}"
     path = "/" + result["path"]
     at = path.rfind(f"/{layout.RESULTS_DIR}/")
     if at < 0:
-        return {}
-    return systems.get(f"{path[1:at + 1]}{layout.SYSTEMS_DIR}/{layout.system_file(result['system'])}", {})
+        return None
+    return f"{path[1:at + 1]}{layout.SYSTEMS_DIR}/{layout.system_file(result['system'])}"

@@ -14,25 +14,49 @@ FINDING_COLUMNS = ["rule", "severity", "file", "line", "message"]
 def benchmark_row(view: BenchmarkView) -> list[str]:
     r, s = view.result, view.result.get("score") or {}
     if r["format"] == "mlperf":
-        score = f"{num(s.get('score_minutes'))} min" if s.get("score_minutes") is not None else \
-            f"none ({s.get('score_reason') or 'not scored'})"
+        score = score_text(view)
         runs = len(r["trials"])
         return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(runs),
                 str(runs - sum(1 for t in r["trials"] if t.get("dropped"))), score, "-", "-", "-", "-",
                 str(r["errors"]), str(r["warnings"])]
+    withheld = view.withheld
+    if withheld:   # figures over a trial the checker failed are not shown
+        return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(s.get("trials", 0)),
+                str(s.get("converged", 0)), f"none ({withheld})", "-", "-", "-", "-", str(r["errors"]),
+                str(r["warnings"])]
     ci = s.get("ci95_train_time_s")
-    score = f"{seconds(s.get('score_train_time_s'))} s" if s.get("score_train_time_s") is not None else \
-        f"none ({s.get('score_reason') or 'not scored'})"
     energy = num(s.get("mean_train_energy_j")) if s.get("mean_train_energy_j") is not None else "not measured"
     return [r["benchmark"], r["system"] or "-", r["division"] or "-", str(s.get("trials", 0)),
             str(s.get("converged", 0)),
-            score, seconds(s.get("mean_train_time_s")), f"{seconds(ci[0])} to {seconds(ci[1])}" if ci else "-",
+            score_text(view), seconds(s.get("mean_train_time_s")),
+            f"{seconds(ci[0])} to {seconds(ci[1])}" if ci else "-",
             energy, num(s.get("mean_final_metric")), str(r["errors"]), str(r["warnings"])]
+
+
+def score_value(view: BenchmarkView) -> tuple[float, str] | None:
+    """The score shown (value, unit), or None: none computed, or withheld over an error."""
+    s = view.result.get("score") or {}
+    if view.withheld:
+        return None
+    if view.result["format"] == "mlperf":
+        return (s["score_minutes"], "min") if s.get("score_minutes") is not None else None
+    return (s["score_train_time_s"], "s") if s.get("score_train_time_s") is not None else None
+
+
+def score_text(view: BenchmarkView) -> str:
+    """The score as one cell: '121.8 s', or 'none (why)'."""
+    value = score_value(view)
+    if value is not None:
+        return f"{seconds(value[0]) if value[1] == 's' else num(value[0])} {value[1]}"
+    s = view.result.get("score") or {}
+    return f"none ({view.withheld or s.get('score_reason') or 'not scored'})"
 
 
 def trial_row(t: TrialView) -> list[str]:
     s = t.summary
-    return [str(s["trial"]), str(s.get("status") or "-") + ("" if s.get("converged") else " (target missed)"),
+    status = f"failed: {', '.join(t.errors)}" if t.errors else \
+        str(s.get("status") or "-") + ("" if s.get("converged") else " (target missed)")
+    return [str(s["trial"]), status,
             str(s.get("epochs", "-")), num(s.get("final_metric")), seconds(s.get("train_time_s")),
             seconds(s.get("eval_time_s")), seconds(s.get("total_time_s")), seconds(s.get("init_time_s")),
             num(s.get("train_energy_j")), num(s.get("total_energy_j")), num(t.samples_per_s),

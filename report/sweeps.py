@@ -38,28 +38,18 @@ def load_sweep(path: Path) -> dict:
     return {"file": str(path), "benchmark": str(data.get("benchmark") or "?")[:100], "points": points}
 
 
-def sweep_svgs(sweep: dict) -> list[tuple[str, str]]:
-    """(kind, svg) per measured quantity that has at least one point."""
-    import matplotlib
-
-    from trainmark.report.plots import _RC, _figure, _svg
+def sweep_svgs(sweep: dict, prefix: str) -> list[tuple[str, str]]:
+    """(kind, svg) per measured quantity that has at least one point; ``prefix`` starts every id."""
+    from trainmark.report.svg import Series, line_chart
 
     out = []
     precisions = sorted({p["precision"] for p in sweep["points"]})
     for key, label in SERIES:
         lines = {pr: sorted((p["batch_size"], p[key]) for p in sweep["points"]
                             if p["precision"] == pr and p[key] is not None) for pr in precisions}
-        lines = {pr: s for pr, s in lines.items() if s}
-        if not lines:
-            continue
-        with matplotlib.rc_context(_RC):
-            fig, ax = _figure()
-            for i, (pr, s) in enumerate(lines.items(), start=1):
-                ax.plot([b for b, _ in s], [v for _, v in s], marker="o", markersize=3, label=pr,
-                        gid=f"data-sweep-{key}-{i}")
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("batch size")
-            ax.set_ylabel(label)
-            ax.legend(fontsize=7)
-            out.append((f"sweep-{key}", _svg(fig)))
+        series = [Series(pr, f"data-sweep-{key}-{i}", [(float(b), v) for b, v in s])
+                  for i, (pr, s) in enumerate(((pr, s) for pr, s in lines.items() if s), start=1)]
+        if series:
+            out.append((f"sweep-{key}", line_chart(f"{prefix}{key}-", series, "batch size", label,
+                                                   f"{label} against the batch size", log2_x=True)))
     return out

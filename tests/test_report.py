@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,9 @@ from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
 from trainmark.cli.checked import collect
 from trainmark.format.mllog_read import read_records
+from trainmark.format.text import html_text as escape
 from trainmark.reference import registry
-from trainmark.report.collect import gather, trial_curve
+from trainmark.report.collect import ReportData, gather, trial_curve
 from trainmark.report.markdown import render_markdown
 from trainmark.report.page import render_html
 from trainmark.rules import get_rules
@@ -51,12 +53,19 @@ def test_clean_folder_page_has_every_section(clean_submission):
     assert [t.samples_per_s for t in view.trials] == pytest.approx([60000 / (30 + 1.5 * k) for k in range(1, 6)],
                                                                   rel=1e-3)
     html = render_html(data)
-    assert html.count('<figure class="plot"') == 4  # metric/time, metric/epoch, time, energy
-    for kind in ("metric-time", "metric-epoch", "time", "energy"):
+    assert html.count('<figure class="plot"') == 5  # overview score, metric/time, metric/epoch, time, energy
+    for kind in ("overview-score", "metric-time", "metric-epoch", "time", "energy"):
         assert f'data-kind="{kind}"' in html
     assert "Content-Security-Policy" in html and "<script" not in html
-    assert "synthetic CPU" in html  # the system description
+    assert html.count("synthetic CPU") == 1  # the system description, once, in the system's own section
     assert "PASS" in html
+    # the overview's table cell links to the benchmark's folded section, which links to its system's section
+    assert '<a class="pass" href="#bench-sys1-resnet-mini">' in html
+    assert '<details class="section benchmark" id="bench-sys1-resnet-mini">' in html
+    assert 'system <a href="#system-sys1">sys1</a>' in html
+    assert '<details class="section system" id="system-sys1">' in html
+    assert html.index('id="contents"') < html.index('id="overview"') < html.index('id="bench-sys1-resnet-mini"')
+    assert "<details open" not in html  # every section folded; the contents and the overview are not sections
     md = render_markdown(data)
     assert md.startswith("## trainmark report: PASS")
     assert "| resnet-mini | sys1 | closed | 5 | 5 |" in md
@@ -81,8 +90,9 @@ def test_missing_energy_and_a_single_trial(tmp_path):
     assert "a single trial: no spread, no confidence interval" in view.missing
     assert any(m.startswith("energy not measured:") for m in view.missing)
     html = render_html(data)
-    assert 'data-kind="energy"' not in html and "Energy: not measured" in html
-    assert 'data-kind="metric-time"' in html
+    assert 'data-kind="energy"' not in html and 'data-kind="metric-time"' in html
+    reason = data.benchmarks[0].result["score"]["energy_reason"]
+    assert html.count("energy not measured") == 1 and html.count(escape(reason)) == 1  # the reason said once
 
 
 @pytest.mark.skipif(not MLPERF.is_dir(), reason=f"no MLPerf fixture at {MLPERF}")
@@ -91,9 +101,79 @@ def test_mlperf_folder_renders_run_times():
     assert {v.result["format"] for v in data.benchmarks} == {"mlperf"}
     html = render_html(data)
     assert html.count('data-kind="mlperf-runs"') == len(data.benchmarks)
+    assert not NOISE.findall(html)  # run minutes such as 28.280450000000002 are shown as 28.28
     assert "MLPerf result folder: per-run times and the score only" in html
     assert "NVIDIA H100-SXM5-80GB" in html  # the system description
     assert " min |" in render_markdown(data)
+
+
+NOISE = re.compile(r"\d\.\d{7,}")   # float noise such as 28.280450000000002 or 0.9222400000000001
+
+
+def test_a_tampered_trial_fails_its_benchmark_and_no_score_is_shown(tmp_path):
+    """A trial whose times were edited: the checker still computes a score and calls the trial 'success';
+    the page shows no score, names the trial and its rules, and its row does not say success."""
+    sub = write(tmp_path / "s")
+    result = sub / BENCH / "result_3.txt"
+    lines = result.read_text().splitlines()
+    lines[-3] = lines[-3].replace('"time_ms": 1', '"time_ms": 2', 1)   # eval_stop moved 10^12 ms on
+    result.write_text("\n".join(lines) + "\n")
+    data = collect(sub, TINY)
+    (view,) = data.benchmarks
+    checker_score = view.result["score"]["score_train_time_s"]
+    assert checker_score is not None and [t.summary["status"] for t in view.trials] == ["success"] * 5
+    assert [t.summary["trial"] for t in view.trials if t.failed] == [3]
+    assert "MLLOG-005" in view.trials[2].errors and "TRIALJSON-003" in view.trials[2].errors
+    html = render_html(data)
+    assert f"{checker_score:.1f}" not in html and "<strong>No score:</strong>" in html
+    assert "failing trial(s): 3" in html and "FAIL: no score" in html
+    rows = re.findall(r"<tr class=\"(\w*)\"><td>(\d+)</td><td>([^<]*)</td>", html)
+    assert [(cls, trial, status.split(":")[0]) for cls, trial, status in rows] == \
+        [("", "1", "success"), ("", "2", "success"), ("failed", "3", "failed"), ("", "4", "success"),
+         ("", "5", "success")]
+    assert "trial 3 (failed: MLLOG-005" in html  # the time bars label it too
+    md = render_markdown(data)
+    assert f"{checker_score:.1f}" not in md and "| none (7 errors in this benchmark (trial 3: MLLOG-005" in md
+
+
+def test_a_lone_benchmark_folder_names_itself_and_its_system_description(clean_submission):
+    folder = clean_submission / BENCH
+    data = collect(folder, TINY)
+    html = render_html(data)
+    assert "Folder: ." not in html and "No readable system description" not in html
+    assert f"<code>{escape(str(folder))}</code> (the checked folder itself: a lone benchmark folder)" in html
+    assert "its description (<code>../../../systems/sys1.json</code> in the layout) lies outside it" in html
+
+    class WithOutside:   # a command layer that reads ../../systems/<system>.json the checker's way
+        def log_file(self, rel):
+            return (folder / rel).read_bytes()
+
+        def json_file(self, rel):
+            return None
+
+        def outside_json_file(self, rel):
+            assert rel == "../../../systems/sys1.json"
+            return (folder / rel).read_bytes()
+
+    views, systems = gather(data.report, WithOutside())
+    html = render_html(ReportData(data.report, views, systems))
+    assert html.count("synthetic CPU") == 1 and "Description: <code>../../../systems/sys1.json</code>" in html
+
+
+def test_a_lone_folder_outside_the_layout_says_none_was_given(clean_submission, tmp_path):
+    import shutil
+
+    shutil.copytree(clean_submission / BENCH, tmp_path / "resnet-mini")
+    html = render_html(collect(tmp_path / "resnet-mini", TINY))
+    assert "No system description was given: a lone benchmark folder outside the layout" in html
+
+
+def test_no_float_noise_in_any_output(tmp_path):
+    plans = [synthetic.TrialPlan(seed=20 + k, metrics=[0.8, 0.9, 0.92224000000000001], epoch_s=10.1 + 0.2 * k,
+                                 eval_s=0.1 + 0.2) for k in range(5)]
+    data = collect(write(tmp_path / "s", plans), TINY)
+    html, md = render_html(data), render_markdown(data)
+    assert not NOISE.findall(html) and not NOISE.findall(md)
 
 
 def test_hostile_text_is_escaped(tmp_path):

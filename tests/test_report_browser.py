@@ -1,5 +1,7 @@
 """The HTML report opened in a real browser: headless Chromium (Debian `chromium` + `chromium-driver`)
-driven by selenium. No console error, no network request, every figure drawn with data.
+driven by selenium, 1,400 px wide. No console error, no network request; folded, the page is short
+and its first screen holds the contents and the overview; every link to an anchor lands on an
+element; opened, every figure is drawn with data and no legend covers any data.
 
 Skipped, with the reason, where Chromium, its driver or selenium is missing (scripts/install.sh
 installs them, so CI runs it). With TRAINMARK_UPDATE_SCREENSHOT=1 the screenshot of the example
@@ -23,6 +25,8 @@ from trainmark.rules import get_rules
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "submissions"
 SCREENSHOT = ROOT / "docs" / "images" / "report.png"
+WIDTH, SCREEN = 1400, 900          # a reviewer's window: the first screen is the top 900 px
+MAX_FOLDED_HEIGHT = 12_000         # the example submissions' page with every section folded
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())
@@ -44,6 +48,44 @@ return Array.from(document.querySelectorAll('figure.plot')).map(f => {
 """
 
 
+# Links to anchors that land nowhere, and ids given twice.
+ANCHORS_JS = """
+const ids = Array.from(document.querySelectorAll('[id]')).map(e => e.id);
+const seen = new Set(), twice = new Set();
+ids.forEach(i => { if (seen.has(i)) twice.add(i); seen.add(i); });
+const links = Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href').slice(1));
+return {links: links.length, unresolved: links.filter(i => !document.getElementById(i)), twice: Array.from(twice)};
+"""
+
+# Per figure with a legend: the data elements whose box on screen intersects the legend's box.
+OVERLAP_JS = """
+const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
+                      Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+return Array.from(document.querySelectorAll('figure.plot')).flatMap(f => {
+  const legend = f.querySelector('.legend');
+  if (!legend) return [];
+  const box = legend.getBoundingClientRect();
+  const data = Array.from(f.querySelectorAll('[id*="-data-"]'));
+  return [{legend: legend.id, width: box.width, data: data.length,
+           covered: data.filter(el => hit(box, el.getBoundingClientRect())).map(el => el.id)}];
+});
+"""
+
+# Where things are with every section folded: the page's height and the boxes of the top parts.
+LAYOUT_JS = """
+const box = sel => { const e = document.querySelector(sel); if (!e) return null;
+  const b = e.getBoundingClientRect(); return {top: b.top + scrollY, bottom: b.bottom + scrollY, width: b.width}; };
+return {height: document.documentElement.scrollHeight, width: document.documentElement.clientWidth,
+        contents: box('#contents'), overview: box('#overview'), matrix: box('#overview table'),
+        charts: box('#overview .charts'), open: document.querySelectorAll('details[open]').length,
+        sections: document.querySelectorAll('details.section').length};
+"""
+
+
+def open_sections(driver) -> None:
+    driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+
+
 @pytest.fixture(scope="module")
 def browser():
     from selenium.webdriver.chrome.options import Options
@@ -52,7 +94,7 @@ def browser():
     options = Options()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,2000", "--disable-background-networking", "--no-first-run"):
+                 f"--window-size={WIDTH},{SCREEN}", "--disable-background-networking", "--no-first-run"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
@@ -61,8 +103,11 @@ def browser():
 
 
 def open_page(driver, html_path: Path) -> dict:
+    """Load the page; its layout folded; then, every section opened, its figures, anchors and overlaps."""
     driver.get_log("browser"), driver.get_log("performance")  # start from empty logs
     driver.get(html_path.as_uri())
+    layout = driver.execute_script(LAYOUT_JS)
+    open_sections(driver)
     requests = []
     for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
@@ -70,7 +115,8 @@ def open_page(driver, html_path: Path) -> dict:
             requests.append(message["params"]["request"]["url"])
     return {"console": [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")],
             "requests": [u for u in requests if u != html_path.as_uri()],
-            "figures": driver.execute_script(FIGURES_JS)}
+            "figures": driver.execute_script(FIGURES_JS), "anchors": driver.execute_script(ANCHORS_JS),
+            "overlaps": driver.execute_script(OVERLAP_JS), "layout": layout}
 
 
 def assert_clean(page: dict) -> None:
@@ -80,14 +126,36 @@ def assert_clean(page: dict) -> None:
     for fig in page["figures"]:
         assert fig["width"] > 100 and fig["height"] > 50, fig
         assert fig["series"] > 0 and fig["drawn"] == fig["series"], f"a figure without drawn data: {fig}"
+    assert page["anchors"]["unresolved"] == [], f"links to no element: {page['anchors']['unresolved']}"
+    assert page["anchors"]["twice"] == [], f"ids given twice: {page['anchors']['twice']}"
+    for legend in page["overlaps"]:
+        assert legend["covered"] == [], f"a legend covers data: {legend}"
+
+
+def assert_first_screen(layout: dict) -> None:
+    """Folded: every section closed, the contents and the overview's table on the first screen."""
+    assert layout["open"] == 0 and layout["sections"] > 0, layout
+    assert layout["contents"]["bottom"] < SCREEN and layout["matrix"]["bottom"] < SCREEN, layout
+    assert layout["overview"]["top"] < SCREEN and layout["charts"]["top"] < SCREEN, layout
 
 
 def test_example_submissions_report_in_chromium(browser, tmp_path):
     data = collect(EXAMPLES)
     page_file = tmp_path / "report.html"
     page_file.write_text(render_html(data), encoding="utf-8")
+    browser.execute_script("window.scrollTo(0, 0)")
     page = open_page(browser, page_file)
     assert_clean(page)
+    layout = page["layout"]
+    assert_first_screen(layout)
+    assert layout["height"] < MAX_FOLDED_HEIGHT, layout
+    assert layout["sections"] == 12 + 4  # a section per benchmark and one per system (its description once)
+    # figures fill the content column at 1,400 px: the content is 1,168 px wide (75rem less padding)
+    wide = [f for f in page["figures"] if f["kind"] != "overview-score"]
+    assert min(f["width"] for f in wide) > 1000, [f["width"] for f in wide]
+    assert len([f for f in page["figures"] if f["kind"] == "overview-score"]) == 6  # one chart per benchmark
+    assert page["anchors"]["links"] >= 12 * 3 + 4 * 2  # contents, overview table and charts, system links
+    assert len(page["overlaps"]) == 12 * 3 and all(o["data"] > 0 for o in page["overlaps"])
     # every benchmark: one curve per trial on the time axis, its band on the epoch axis where the rules carry one
     curves = [f for f in page["figures"] if f["kind"] == "metric-time"]
     assert [f["series"] for f in curves] == [len(v.trials) for v in data.benchmarks]
@@ -97,9 +165,10 @@ def test_example_submissions_report_in_chromium(browser, tmp_path):
     # implementation's band): each calibration recorded its curves
     assert all(banded) and len(banded) == 12
     assert [v.trials[0].framework for v in data.benchmarks].count("tensorflow") == 6
-    # the examples measured no energy: no energy figure, and the page says why
+    # the examples measured no energy: no energy figure, and each benchmark says why, once
     assert not [f for f in page["figures"] if f["kind"] == "energy"]
-    assert "Energy: not measured" in browser.find_element("tag name", "body").text
+    assert browser.find_element("tag name", "body").text.count("energy not measured:") == 12
+    browser.get(page_file.as_uri())   # folded again, at the top: the screenshot is the reviewer's first screen
     shot = tmp_path / "report.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     if os.environ.get("TRAINMARK_UPDATE_SCREENSHOT") == "1":
@@ -120,9 +189,13 @@ def test_synthetic_report_with_energy_and_a_missed_target(browser, tmp_path):
     page = open_page(browser, page_file)
     assert_clean(page)
     kinds = [f["kind"] for f in page["figures"]]
-    assert kinds == ["metric-time", "metric-epoch", "time", "energy", "sweep-samples_per_s", "sweep-tflops",
-                     "sweep-j_per_sample"]
-    energy = page["figures"][3]
+    assert kinds == ["overview-score", "metric-time", "metric-epoch", "time", "energy", "sweep-samples_per_s",
+                     "sweep-tflops", "sweep-j_per_sample"]
+    assert_first_screen(page["layout"])
+    # the time and energy bars carry a legend above them: none covers trial 1's bar (nor any other)
+    bars = {o["legend"].split("-bars-")[0] for o in page["overlaps"] if "-bars-" in o["legend"]}
+    assert len(bars) == 1 and all(o["data"] > 0 and not o["covered"] for o in page["overlaps"])
+    energy = page["figures"][4]
     assert energy["series"] == 2 * len(plans)  # a training and an evaluation bar per trial
     text = browser.find_element("tag name", "body").text
     assert "trials that did not reach the target: 2" in text and "TARGET-002" in text
@@ -137,6 +210,25 @@ def test_the_browser_checks_catch_a_request_and_an_empty_figure(browser, tmp_pat
     page = open_page(browser, page_file)
     assert any("127.0.0.1:9" in u for u in page["requests"])
     with pytest.raises(AssertionError):
+        assert_clean(page)
+
+
+def test_the_browser_checks_catch_a_dead_link_and_a_legend_over_a_bar(browser, tmp_path):
+    """A link to no anchor, an id given twice and a legend drawn over trial 1's bar are each caught."""
+    bars = ('<svg width="400" height="100"><rect id="f-data-time-1" x="0" y="0" width="200" height="20"/>'
+            '<rect id="f-data-time-2" x="0" y="40" width="150" height="20"/>'
+            '<g id="f-legend" class="legend"><rect x="150" y="5" width="60" height="10"/></g></svg>')
+    page_file = tmp_path / "bad.html"
+    page_file.write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>bad</title></head><body>'
+                         '<a href="#nowhere">x</a><p id="twice">a</p><p id="twice">b</p>'
+                         f'<figure class="plot" data-kind="time">{bars}</figure></body></html>', encoding="utf-8")
+    page = open_page(browser, page_file)
+    assert page["anchors"]["unresolved"] == ["nowhere"] and page["anchors"]["twice"] == ["twice"]
+    assert [o["covered"] for o in page["overlaps"]] == [["f-data-time-1"]]
+    with pytest.raises(AssertionError, match="links to no element"):
+        assert_clean(page)
+    page["anchors"] = {"links": 0, "unresolved": [], "twice": []}
+    with pytest.raises(AssertionError, match="a legend covers data"):
         assert_clean(page)
 
 
