@@ -51,7 +51,8 @@ class DocCommand:
     line: int            # where the command starts (a `\` continuation joins the next lines)
     text: str            # the command as the page shows it, continuations joined
     argv: tuple          # what follows `trainmark` (`python -m trainmark`, `torchrun ... -m trainmark`)
-    exit_code: int       # 0, or N from a `# exit N` comment
+    exit_code: int       # 0, N from a `# exit N` comment, 2 when a ```console transcript shows an error
+    output: tuple = ()   # the lines a ```console transcript shows after the command
 
     def where(self) -> str:
         return f"{self.file}:{self.line}: {self.text}"
@@ -61,15 +62,24 @@ class DocCommand:
         return two if two in PARSE_ONLY else (self.argv[0] if self.argv else "")
 
 
-def _shell_lines(path: Path):
-    """(line number, line) of every shell fence of ``path``, `\\` continuations joined, `$ ` prompts dropped."""
-    fence, start, pending = None, 0, ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+def _shell_lines(path: Path, with_output: bool = False):
+    """(line number, line) of every shell fence of ``path``, `\\` continuations joined, `$ ` prompts dropped;
+    in a ```console fence only `$ ` lines are commands, and ``with_output`` adds the lines shown after each."""
+    fence, start, pending, shown = None, 0, "", None
+    for number, raw in enumerate([*path.read_text(encoding="utf-8").splitlines(), "```"], 1):
         stripped = raw.strip()
-        if stripped.startswith("```"):
-            fence = None if fence is not None else stripped[3:].strip().lower()
-            continue
+        if stripped.startswith("```") or (fence == "console" and stripped.startswith("$ ") and not pending):
+            if shown is not None:
+                yield (*shown[:2], tuple(shown[2])) if with_output else shown[:2]
+                shown = None
+            if stripped.startswith("```"):
+                fence = None if fence is not None else stripped[3:].strip().lower()
+                continue
         if fence not in SHELL_FENCES:
+            continue
+        if fence == "console" and not pending and not stripped.startswith("$ "):
+            if shown is not None:
+                shown[2].append(stripped)
             continue
         if not pending:
             start = number
@@ -77,8 +87,9 @@ def _shell_lines(path: Path):
         if stripped.endswith("\\"):
             pending += stripped[:-1] + " "
             continue
-        yield start, pending + stripped
-        pending = ""
+        if shown is not None:
+            yield (*shown[:2], tuple(shown[2])) if with_output else shown[:2]
+        shown, pending = (start, pending + stripped, []), ""
 
 
 def _trainmark_argv(tokens: list[str]) -> tuple | None:
@@ -101,12 +112,13 @@ def _exit_code(line: str) -> int:
 def doc_commands() -> list[DocCommand]:
     found = []
     for path in DOCS:
-        for number, line in _shell_lines(path):
+        for number, line, output in _shell_lines(path, with_output=True):
             tokens = shlex.split(line, comments=True)
             argv = _trainmark_argv(tokens) if tokens else None
             if argv is not None:
                 shown = " ".join(line.split(" #")[0].split())
-                found.append(DocCommand(str(path.relative_to(ROOT)), number, shown, argv, _exit_code(line)))
+                code = 2 if any(re.match(r"trainmark( \w+)?: error:", o) for o in output) else _exit_code(line)
+                found.append(DocCommand(str(path.relative_to(ROOT)), number, shown, argv, code, output))
     return found
 
 
@@ -120,7 +132,15 @@ def _allowlisted(cmd: DocCommand) -> str | None:
     return None
 
 
+# Commands of a parse-only kind that end before any work, so they run: (file, text) -> why.
+REFUSED_BEFORE_WORK = {
+    ("docs/scale.md", "trainmark scale resnet-mini --nproc 3"): "refused before torchrun is launched",
+}
+
+
 def _is_runnable(cmd: DocCommand) -> bool:
+    if (cmd.file, cmd.text) in REFUSED_BEFORE_WORK:
+        return True
     return cmd.kind() not in PARSE_ONLY and _allowlisted(cmd) is None
 
 
@@ -197,17 +217,20 @@ def test_doc_command_runs(cmd, tmp_path, monkeypatch, capsys):
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else 2
         captured = capsys.readouterr()
-        _RESULTS[key] = (status, argv, captured.err[-2000:])
-    status, argv, err = _RESULTS[key]
+        _RESULTS[key] = (status, argv, captured.err[-2000:], " ".join((captured.out + captured.err).split()))
+    status, argv, err, printed = _RESULTS[key]
     assert status == cmd.exit_code, (f"{cmd.where()}\n  ran as: trainmark {' '.join(argv)}\n  exit {status}, "
                                      f"the doc implies {cmd.exit_code}\n  stderr: {err}")
+    differs = [line for line in cmd.output if " ".join(line.split()) not in printed]
+    assert differs == [], f"{cmd.where()}\n  the page shows output the command does not print: {differs}"
     outputs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in _OUTPUT_OPTIONS and argv[i + 1] != "-"]
     assert all(p.is_file() and p.stat().st_size for p in outputs), f"{cmd.where()}\n  wrote nothing to {outputs}"
 
 
 def test_allowlist_names_doc_lines():
     """An allowlist entry whose line left the docs is stale."""
-    stale = [key for key in ALLOWLIST if not any(c.file == key[0] and c.text.startswith(key[1]) for c in COMMANDS)]
+    stale = [key for key in [*ALLOWLIST, *REFUSED_BEFORE_WORK]
+             if not any(c.file == key[0] and c.text.startswith(key[1]) for c in COMMANDS)]
     assert stale == []
 
 
