@@ -327,6 +327,10 @@ def test_paths_the_docs_name_exist():
                 if token not in NAMED_ELSEWHERE and not any((ROOT / base / token).exists()
                                                            for base in PACKAGE_FOLDERS):
                     missing.append(f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}: {token}")
+        for match in re.finditer(r"\b(?:tests|benchmarks|scripts)/\w+\.(?:py|sh)\b", text):  # in plain prose too
+            if match.group(0) not in NAMED_ELSEWHERE and not (ROOT / match.group(0)).is_file():
+                missing.append(f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}: "
+                               f"{match.group(0)}")
     assert missing == [], "\n".join(missing)
 
 
