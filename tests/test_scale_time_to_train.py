@@ -239,6 +239,18 @@ def test_mlperf_runs_are_read_in_the_rcp_checkers_units(small_round):
     assert mv.intra_link(desc)[0].bandwidth_bps == pytest.approx(450e9 * mv.BUS_EFFICIENCY)
 
 
+def test_a_tpu_v5p_slice_is_one_ici_domain_and_dlrm_is_not_projected():
+    """Google's v5p system descriptions name no interconnect: the accelerator's name is the link (1,200 GB/s both
+    ways per chip, one torus per slice), not PCIe and a 400 Gb/s NIC. DLRM's embeddings are model-parallel."""
+    tpu = runs_io.SystemDesc("cloud-tpu-v5p-512", "Google", "closed", "TPU-v5p", 512, 4, "", "")
+    link, domain = mv.intra_link(tpu)
+    assert link.bandwidth_bps == pytest.approx(600e9 * mv.BUS_EFFICIENCY) and domain == 6144
+    gpu = runs_io.SystemDesc("pcie-box", "Acme", "closed", "Some GPU", 8, 8, "", "")
+    assert mv.intra_link(gpu)[1] == 8 and "PCIe 4.0" in mv.intra_link(gpu)[0].source
+    assert "all-to-all" in mv.refusal("dlrm_dcnv2") and "tensor, pipeline" in mv.refusal("llama31_405b")
+    assert mv.refusal("bert") is None
+
+
 def tmp_path_sd(sub: Path) -> runs_io.MLPerfRun:
     """A v3.1 stable diffusion log: step_num only, evaluations logged after run_stop and out of order."""
     path = sub / "results/n1/stable_diffusion/result_0.txt"

@@ -26,13 +26,14 @@ from trainmark.harness.scale import time_to_train as ttt
 GRADIENT_PARAMS = {
     "resnet": 25_557_032, "bert": 335_141_888, "ssd": 37_968_366, "retinanet": 37_968_366,
     "maskrcnn": 44_401_393, "rnnt": 48_964_224, "unet3d": 9_030_400, "stable_diffusion": 865_910_724,
-    "dlrm_dcnv2": 16_000_000,   # dense layers only; embeddings are model-parallel (all-to-all, not modelled)
     "gnn": 5_400_000, "rgat": 5_400_000,
 }
 GRADIENT_BYTES_PER_PARAM = 2    # bf16/fp16 all-reduce, as the NVIDIA reference implementations do
 MODEL_PARALLEL_PREFIXES = ("gpt", "llama")
 NOT_PROJECTED = ("model-parallel LLM: its step needs tensor, pipeline and context-parallel terms this "
                  "data-parallel model does not have")
+HYBRID_PARALLEL = {"dlrm_dcnv2": "hybrid-parallel: its embedding tables are sharded across the accelerators and "
+                                 "exchanged all-to-all every step, a term this data-parallel model does not have"}
 BUS_EFFICIENCY = 0.8            # NCCL's bus bandwidth reaches about 80 % of a link's rate
 INTRA_LATENCY_S, INTER_LATENCY_S = 3e-6, 10e-6
 # Per-direction bandwidth of one accelerator's intra-node link, GB/s, by what the description names
@@ -41,11 +42,15 @@ LINK_FIGURES = (
     (r"nvlink\s*gen\s*4|4th\s*gen\s*nvlink|h100-sxm|h200-sxm", 450.0, "NVLink 4 (900 GB/s both ways)"),
     (r"xgmi|infinity\s*fabric|mi3\d\dx", 448.0, "AMD Infinity Fabric (7 x 128 GB/s both ways)"),
     (r"nvlink", 112.0, "NVLink bridge"),
+    # Google's Cloud TPU v5p page: 1,200 GB/s bidirectional ICI per chip; a slice is one ICI torus
+    (r"tpu-?v5p", 600.0, "TPU v5p ICI (1200 GB/s both ways per chip)"),
     (r"pcie\s*(gen\s*)?5|pcie\s*5", 64.0, "PCIe 5.0 x16"),
 )
 DEFAULT_INTRA = (32.0, "PCIe 4.0 x16 (nothing better named)")
 DEFAULT_NIC_GBITS = 400.0       # one 400 Gb/s NIC per accelerator, the usual configuration, when none is named
-NVLINK_DOMAIN = {"gb200": 72}   # GB200 NVL72: one NVLink domain of 72 accelerators across 18 trays
+# Accelerators in one domain of the intra link: GB200 NVL72, 72 across 18 trays; a TPU v5p slice, up to 6,144
+# chips on one ICI torus (Google's v5p page: the largest single slice)
+NVLINK_DOMAIN = {"gb200": 72, "tpu-v5p": 6144}
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,8 @@ def refusal(benchmark: str) -> str | None:
     """Why a benchmark is not projected, or None."""
     if benchmark.startswith(MODEL_PARALLEL_PREFIXES):
         return NOT_PROJECTED
+    if benchmark in HYBRID_PARALLEL:
+        return HYBRID_PARALLEL[benchmark]
     if benchmark not in GRADIENT_PARAMS:
         return f"no gradient size known for {benchmark}"
     return None
@@ -301,17 +308,39 @@ def _median_abs(errors: list) -> float | None:
     return statistics.median(values) if values else None
 
 
+@dataclass(frozen=True)
+class Round:
+    folder: str
+    rcp_version: str | None
+    results: list[SystemResult]
+
+
+def read_rounds(roots: list[Path], problems: list[str], progress=None) -> list[Round]:
+    """Every round's system results, read once (benchmarks/scale_validation_fit.py projects them many times)."""
+    rounds = []
+    for root in roots:
+        rounds.append(Round(str(root), round_version(Path(root)), read_round(Path(root), problems)))
+        if progress:
+            progress(f"{root}: {len(rounds[-1].results)} system results")
+    return rounds
+
+
 def validate_rounds(roots: list[Path], *, scaling: str = "weak", overlap: float = 0.0, fixed_fraction: float = 0.0,
                     progress=None) -> dict:
     """Records for every pair in ``roots`` and the medians by bucket (``artifacts.SCALE_VALIDATION_FORMAT``)."""
     problems: list[str] = []
+    result = validate_read(read_rounds(roots, problems, progress), scaling=scaling, overlap=overlap,
+                           fixed_fraction=fixed_fraction)
+    return {**result, "unreadable_runs": len(problems), "problems": problems[:50]}
+
+
+def validate_read(read: list[Round], *, scaling: str, overlap: float, fixed_fraction: float) -> dict:
+    """``validate_rounds`` on rounds already read."""
     records, rounds, cache, seen = [], [], {}, set()
-    for root in roots:
-        results = read_round(Path(root), problems)
-        version = round_version(Path(root))
-        rounds.append({"folder": str(root), "rcp_version": version, "system_results": len(results),
+    for rnd in read:
+        rounds.append({"folder": rnd.folder, "rcp_version": rnd.rcp_version, "system_results": len(rnd.results),
                        "pairs_repeated_from_earlier_rounds": 0})
-        for small, large in pairs(results):
+        for small, large in pairs(rnd.results):
             # a round's repository may carry an earlier round's result folders: one pair counts once
             same = (small.benchmark, small.desc.submitter, small.desc.system, large.desc.system, small.minutes,
                     large.minutes)
@@ -319,16 +348,14 @@ def validate_rounds(roots: list[Path], *, scaling: str = "weak", overlap: float 
                 rounds[-1]["pairs_repeated_from_earlier_rounds"] += 1
                 continue
             seen.add(same)
-            if (small.benchmark, version) not in cache:
-                cache[small.benchmark, version] = ttt.from_mlperf(small.benchmark, version)
-            records.append(pair_record(small, large, cache[small.benchmark, version], scaling, overlap=overlap,
+            key = (small.benchmark, rnd.rcp_version)
+            if key not in cache:
+                cache[key] = ttt.from_mlperf(small.benchmark, rnd.rcp_version)
+            records.append(pair_record(small, large, cache[key], scaling, overlap=overlap,
                                        fixed_fraction=fixed_fraction))
-        if progress:
-            progress(f"{root}: {len(results)} system results, {len(records)} pairs so far")
     return {"format": artifacts.SCALE_VALIDATION_FORMAT, "scaling": scaling, "overlap": overlap,
             "fixed_fraction": fixed_fraction, "rounds": rounds,
-            "records": records, "buckets": bucket_medians(records), "unreadable_runs": len(problems),
-            "problems": problems[:50],
+            "records": records, "buckets": bucket_medians(records),
             "model": "time = samples to converge (small run x RCP(batch_large) / RCP(batch_small)) / samples/s, "
                      "samples/s from the small run's step: compute linear in the local batch plus a two-level "
                      "all-reduce (docs/scale.md)"}
