@@ -49,7 +49,9 @@ def member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes | None = b"x", 
 
 def test_package_then_check_the_archive(clean_submission, tmp_path, private_tmp, capsys):
     out = tmp_path / "acme.tar.gz"
-    assert main(["package", str(clean_submission), "-o", str(out)]) == 0
+    # the synthetic model is not the shipped resnet-mini's: its check fails without TINY's reference builder
+    assert main(["package", str(clean_submission), "-o", str(out), "--allow-failing"]) == 0
+    assert "fails its check" in capsys.readouterr().err
     digest = hashlib.sha256(out.read_bytes()).hexdigest()
     assert (tmp_path / "SHA256SUMS").read_text() == f"{digest}  acme.tar.gz\n"
     with tarfile.open(out) as tar:
@@ -80,7 +82,8 @@ def test_package_refuses_links(clean_submission, tmp_path):
     sub = tmp_path / "sub"
     shutil.copytree(clean_submission, sub)
     (sub / "closed" / "acme" / "link").symlink_to("/etc/passwd")
-    assert main(["package", str(sub), "-o", str(tmp_path / "x.tar.gz")]) == 2
+    assert main(["package", str(sub), "-o", str(tmp_path / "x.tar.gz")]) == 1  # its check fails first
+    assert main(["package", str(sub), "-o", str(tmp_path / "x.tar.gz"), "--allow-failing"]) == 2
     assert not (tmp_path / "x.tar.gz").exists() and not list(tmp_path.glob(".x.tar.gz*"))
 
 

@@ -44,7 +44,8 @@ def check(capsys, *args):
 # -- one meaning for output flags ---------------------------------------------------------------
 def test_json_takes_a_file_or_dash_for_stdout(tree, capsys, tmp_path):
     code, out, _ = check(capsys, tree, "--json", tmp_path / "r.json", "--quiet")
-    assert code == 0 and out == "" and json.loads((tmp_path / "r.json").read_text())["passed"] is True
+    assert code == 0 and out.startswith("PASS: 0 error(s)") and out.count("\n") == 1  # -q: the verdict line
+    assert json.loads((tmp_path / "r.json").read_text())["passed"] is True
     code, out, _ = check(capsys, tree, "--json", "-")
     assert code == 0 and json.loads(out)["passed"] is True
     code, out, _ = check(capsys, tree, "--json")
@@ -93,10 +94,15 @@ def test_junit_lists_errors_as_failures(broken, capsys):
     assert any(f.get("type") == "EPOCHLOG-001" for f in failures)
 
 
-def test_junit_of_a_clean_folder_is_one_passing_case(tree, capsys):
+def test_junit_of_a_passing_folder_skips_its_warnings(tree, capsys):
+    """A warning is a skipped case, never a passed one; one passing case says no error was found."""
     code, out, _ = check(capsys, tree, "--format", "junit")
     suites = ET.fromstring(out)
-    assert code == 0 and suites.get("failures") == "0" and len(suites.findall(".//testcase")) == 1
+    cases = suites.findall(".//testcase")
+    skipped = [c for c in cases if c.find("skipped") is not None]
+    assert code == 0 and suites.get("failures") == "0" and suites.get("skipped") == str(len(skipped)) == "1"
+    assert skipped[0].find("skipped").get("message").startswith("warning CONVERGE-002")
+    assert [c.get("name") for c in cases if c.find("skipped") is None] == ["no error finding"]
 
 
 def test_sarif_has_rules_results_and_locations(broken, capsys):

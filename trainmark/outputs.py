@@ -62,8 +62,8 @@ def write_output(dest: Any, text: str, flag: str) -> None:
 
 
 def emit(text: str, out: Any) -> None:
-    """``text`` to standard output when ``out`` is None, else atomically to the file ``out``."""
-    if out is None:
+    """``text`` to standard output when ``out`` is None or ``-``, else atomically to the file ``out``."""
+    if out is None or is_stdout(out):
         sys.stdout.write(text)
         return
     from trainmark.files import write_atomic

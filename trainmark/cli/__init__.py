@@ -10,6 +10,7 @@ import importlib
 import sys
 
 from trainmark import __version__
+from trainmark.cli.parsing import Parser
 from trainmark.errors import UserError
 from trainmark.format.text import printable  # stdlib only: keeps --help light
 
@@ -38,12 +39,14 @@ Time-to-quality training benchmarks and a compliance checker for AI accelerators
   trainmark run resnet-mini --submitter X train to the target, trial after trial
   trainmark check submission/             validate a result folder and recompute its scores
 
-'trainmark COMMAND --help' explains a command; docs/ in the package explains the formats."""
+'trainmark COMMAND --help' explains a command; docs/ in the package explains the formats.
+Every command takes -q/--quiet; '-' as an output FILE (-o, --output, --json, --csv) is standard output;
+options are never abbreviated (write them in full)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trainmark", description=USER_DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="trainmark", description=USER_DESCRIPTION,
+                    formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"trainmark {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:

@@ -86,6 +86,7 @@ def run_args(args, hparams: list[tuple[str, object]]) -> None:
     folder_name(args.submitter, "--submitter")
     folder_name(args.system_name, "--system-name")
     rules_dir(args.rules_dir)
+    known_benchmark(args.benchmark, args.rules_version, args.rules_dir)
     hparam_values(hparams)
     backend.available(args.framework)  # a framework that is not installed: one line, nothing written
     if args.seed is not None and not 0 <= args.seed < 2 ** 63:
@@ -119,15 +120,21 @@ def ops_args(args) -> None:
 
 def version_arguments(p) -> None:
     """--rules-version and --rules-dir of the rules and data commands."""
-    p.add_argument("--rules-version", default=LATEST_VERSION, help="rules version (default: %(default)s)")
-    p.add_argument("--rules-dir", type=Path, help="read rule files from this folder instead of the shipped ones")
+    from trainmark.cli.parsing import add_rules_dir, add_rules_version
+
+    add_rules_version(p, LATEST_VERSION)
+    add_rules_dir(p)
 
 
 def judge_arguments(parser) -> None:
     """--rules-dir and --mlperf-ruleset of ``report``, ``compare`` and ``table`` (they check folders)."""
-    parser.add_argument("--rules-dir", type=Path, metavar="DIR", help="judge with the rules under DIR instead of the "
-                        "shipped ones (as `trainmark check --rules-dir`)")
-    parser.add_argument("--mlperf-ruleset", metavar="X.Y.Z", help="MLPerf Training ruleset for MLPerf folders")
+    from trainmark.cli.parsing import add_rules_dir
+
+    group = parser.add_argument_group("rules")
+    add_rules_dir(group)
+    group.add_argument("--mlperf-ruleset", metavar="X.Y.Z",
+                       help="MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', "
+                            "else the newest mlperf-logging knows)")
 
 
 def judge_options(args):
@@ -171,36 +178,56 @@ def parse_hparam(text: str) -> tuple[str, object]:
 
 
 def run_arguments(p) -> None:
-    """The options of ``run`` and ``calibrate``."""
-    p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
-    p.add_argument("--trials", type=int, help="number of trials (default: the rules')")
-    p.add_argument("--division", choices=["closed", "open"], default="closed",
-                   help="closed: the reference recipe within the rules' limits; open: relaxed (default: closed)")
-    p.add_argument("--submitter", default="anonymous", help="organisation name ([A-Za-z0-9._-])")
-    p.add_argument("--system", type=Path, dest="system_file", help="system description JSON merged over detection")
-    p.add_argument("--system-name", help="system folder name (default: derived from the hardware)")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
-    p.add_argument("--framework", choices=list(backend.BACKENDS), default="pytorch",
-                   help="the framework that trains the reference (default: %(default)s; tensorflow: "
-                        "pip install -e '.[tensorflow]', docs/frameworks.md)")
-    p.add_argument("--precision", choices=["fp32", "amp"], default="fp32",
-                   help="fp32, or amp (bf16/fp16 autocast where the rules allow it) (default: fp32)")
-    p.add_argument("--batch-size", type=int, help="global batch size")
-    p.add_argument("--seed", type=int, help="base seed; trial k uses seed + k - 1 (default: random, logged)")
-    p.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' default location)")
-    p.add_argument("--hparam", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a hyperparameter (closed division: within the rules' limits)")
-    p.add_argument("--model", help="open division: MODULE:CALLABLE returning your nn.Module")
-    p.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
-    p.add_argument("--rules-version", default=LATEST_VERSION, help="rules version (default: %(default)s)")
-    p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
-    p.add_argument("--energy-estimate-watts", type=float,
-                   help="when no energy counter exists, report an estimate of W x time (labelled 'estimated')")
-    p.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
-                   help="a `trainmark ops --json` report of this machine: its measured ceilings go into the "
-                        "system description and utilization is reported against them too")
-    p.add_argument("--telemetry-hz", type=telemetry_hz, default=1.0, metavar="HZ",
-                   help="telemetry samples per second into trial_<k>/telemetry.csv, 1-100, 0: off (default: 1)")
+    """The options of ``run`` and ``calibrate``, grouped as their help shows them."""
+    from trainmark.cli.parsing import add_rules_dir, add_rules_version
+
+    p.add_argument("benchmark", help="benchmark name ('trainmark list')")
+    sub = p.add_argument_group("submission")
+    sub.add_argument("--trials", type=int, help="number of trials (default: the rules'; fewer is an incomplete "
+                                                "result for 'trainmark check')")
+    sub.add_argument("--division", choices=["closed", "open"], default="closed",
+                     help="closed: the reference recipe within the rules' limits; open: relaxed (default: closed)")
+    sub.add_argument("--submitter", default="anonymous", help="organisation name ([A-Za-z0-9._-])")
+    sub.add_argument("--system", type=Path, dest="system_file", help="system description JSON merged over detection")
+    sub.add_argument("--system-name", help="system folder name (default: derived from the hardware)")
+    train = p.add_argument_group("training")
+    train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
+    train.add_argument("--framework", choices=list(backend.BACKENDS), default="pytorch",
+                       help="the framework that trains the reference (default: %(default)s; tensorflow: "
+                            "pip install -e '.[tensorflow]', docs/frameworks.md)")
+    train.add_argument("--precision", choices=["fp32", "amp"], default="fp32",
+                       help="fp32, or amp (bf16/fp16 autocast where the rules allow it) (default: fp32)")
+    train.add_argument("--batch-size", type=int, help="global batch size")
+    train.add_argument("--seed", type=int, help="base seed; trial k uses seed + k - 1 (default: random, logged)")
+    train.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' default location)")
+    train.add_argument("--hparam", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a hyperparameter (closed division: within the rules' limits)")
+    train.add_argument("--model", help="open division: MODULE:CALLABLE returning your nn.Module")
+    measure = p.add_argument_group("measurement")
+    measure.add_argument("--energy-estimate-watts", type=float,
+                         help="when no energy counter exists, report an estimate of W x time (labelled 'estimated')")
+    measure.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
+                         help="a 'trainmark ops --json' report of this machine: its measured ceilings go into the "
+                              "system description and utilization is reported against them too")
+    measure.add_argument("--telemetry-hz", type=telemetry_hz, default=1.0, metavar="HZ",
+                         help="telemetry samples per second into trial_<k>/telemetry.csv, 1-100, 0: off (default: 1)")
+    rules = p.add_argument_group("rules")
+    add_rules_version(rules, LATEST_VERSION)
+    add_rules_dir(rules)
+
+
+def known_benchmark(name: str, version: str | None, root: Path | None) -> None:
+    """A mistyped benchmark name: one line with the closest known name (exit 2), before any work."""
+    from trainmark.cli.parsing import suggestion
+    from trainmark.rules.ruleset import RULES_ROOT
+
+    folder = Path(root or RULES_ROOT) / str(version or LATEST_VERSION)
+    if not folder.is_dir() or (folder / f"{name}.yaml").is_file():
+        return  # an unknown version or folder: get_rules says so in its own words
+    names = sorted(p.stem for p in folder.glob("*.yaml"))
+    if name not in names:
+        raise UserError(f"unknown benchmark {name!r} in rules {folder.name}{suggestion(name, names)}; "
+                        "'trainmark list' shows them")
 
 
 def run_options(args, out: Path, resume: bool = False) -> RunOptions:

@@ -14,16 +14,30 @@ from rich.console import Console
 from trainmark.cli.arguments import run_arguments, run_options
 from trainmark.cli.run import summary_table
 
+DESCRIPTION = """\
+Run reference trials into a temporary folder (removed afterwards) and print, as JSON, the
+epochs each trial needed to reach the target and their statistics: how a rules author picks
+a target and a trial count. It takes the options of 'trainmark run'."""
+
+EXAMPLES = """\
+  trainmark calibrate resnet-mini --trials 5 --seed 1
+  trainmark calibrate resnet-mini --full-curves --what-if 0.72 --what-if 0.75 -q
+"""
+
 
 def register(sub) -> None:
-    p = sub.add_parser("calibrate", help="reference trials to a scratch folder; prints epochs-to-target")
+    from trainmark.cli.parsing import command
+
+    p = command(sub, "calibrate", help="reference trials to a scratch folder; prints epochs-to-target",
+                description=DESCRIPTION, examples=EXAMPLES)
     run_arguments(p)
-    p.add_argument("--full-curves", action="store_true",
+    cal = p.add_argument_group("calibration")
+    cal.add_argument("--full-curves", action="store_true",
                    help="train every trial to the rules' max_epochs and derive epochs-to-target from the curves, "
                         "so that one calibration can also judge other targets (--what-if)")
-    p.add_argument("--what-if", type=float, action="append", default=[], metavar="TARGET",
+    cal.add_argument("--what-if", type=float, action="append", default=[], metavar="TARGET",
                    help="with --full-curves: also report epochs-to-target for this target (repeatable)")
-    p.add_argument("--max-epochs", type=int,
+    cal.add_argument("--max-epochs", type=int,
                    help="with --full-curves: stop each trial after this many epochs (default: the rules' max_epochs)")
     p.set_defaults(func=cmd_calibrate, trials=None)
 
@@ -38,7 +52,8 @@ def cmd_calibrate(args) -> int:
 
         summary = run_benchmark(run_options(args, Path(tmp)))
         load = calibration.other_loads(summary)
-    Console(stderr=True).print(summary_table(summary))
+    if not args.quiet:
+        Console(stderr=True).print(summary_table(summary))
     if not args.full_curves:
         report, ok = calibration.target_report(args.benchmark, rules, summary, load)
     else:

@@ -1,8 +1,4 @@
-"""trainmark check PATH: validate a result folder and recompute its scores.
-
-Exit status: 0 every rule holds, 1 a rule is violated, 2 the input cannot be read or
-the call is wrong.
-"""
+"""trainmark check PATH: validate a result folder or archive and recompute its scores."""
 from __future__ import annotations
 
 import argparse
@@ -15,52 +11,110 @@ from trainmark.outputs import ensure_writable, is_stdout, write_output
 FORMATS = ("text", "json", "junit", "sarif")
 
 
+DESCRIPTION = """\
+Validate a result folder or archive and recompute its scores from the logged event times.
+
+PATH may be a trainmark submission at any level (a root holding closed/ and open/, a division
+with one or several submitters, a submitter, a system or a benchmark folder), an MLPerf Training
+results folder (a round such as training_results_v4.0 with several submitters, one submitter or
+one system), or an archive of either (.tar, .tar.gz, .tgz, .tar.bz2, .tbz2, .tar.xz, .txz, as
+'trainmark package' writes), unpacked safely into a temporary folder; zip files are not read.
+
+Exit status: 0 every rule holds, 1 a rule is violated, 2 the input cannot be read or the call
+is wrong."""
+
+EXAMPLES = """\
+  trainmark check submission/
+  trainmark check acme.tar.gz --output-format junit --output-file check.xml   # text on the terminal too
+  trainmark check training_results_v4.0/ --json report.json -q                # verdict line only
+"""
+
+
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "check", help="validate a result folder (trainmark or MLPerf Training) and recompute its scores",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from trainmark.cli.parsing import add_rules_dir, command
+
+    parser = command(subparsers, "check",
+                     help="validate a result folder or archive (trainmark or MLPerf Training) and recompute its scores",
+                     description=DESCRIPTION, examples=EXAMPLES)
     parser.add_argument("path", type=Path, nargs="?",
-                        help="a submission root, division, submitter, system or benchmark folder")
-    parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="what goes to standard output: a readable report (text, the default), the JSON "
-                             "report (schema trainmark-check/1, docs/checker.md), JUnit XML or SARIF 2.1.0 for CI")
-    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                        help="write the JSON report to FILE ('-' or no FILE: standard output, as --format json)")
-    parser.add_argument("--csv", metavar="FILE",
-                        help="write the per-benchmark summary as CSV to FILE ('-': standard output)")
-    parser.add_argument("--quiet", action="store_true",
-                        help="print nothing on standard output or error; only the exit status (and FILEs) tell")
-    parser.add_argument("--rules-dir", type=Path, metavar="DIR",
-                        help="judge with the rules under DIR (DIR/<version>/<benchmark>.yaml) "
-                             "instead of the shipped ones")
-    parser.add_argument("--system-schema", type=Path, metavar="FILE",
-                        help="JSON Schema for systems/<system>.json (default: the harness's)")
-    parser.add_argument("--mlperf-ruleset", metavar="X.Y.Z",
-                        help="MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', "
-                             "else the newest mlperf-logging knows)")
-    parser.add_argument("--reevaluate", action="store_true",
-                        help="load every trial's model.safetensors into the model its rules name and evaluate it "
-                             "again: a metric away from the logged one (REEVAL-001) or short of the target "
-                             "(REEVAL-002) is an error (needs the evaluation data; docs/checker.md)")
-    parser.add_argument("--data-dir", action="append", default=[], metavar="[BENCHMARK=]DIR",
-                        help="--reevaluate's dataset folder, for every benchmark or for one (repeat it); default: "
-                             "the rules' environment variable, else their default folder, as for `trainmark run`")
-    parser.add_argument("--device", default="cpu", help="--reevaluate's device: cpu, cuda or cuda:INDEX")
+                        help="a folder (submission root, division, submitter, system or benchmark; MLPerf round "
+                             "or submitter) or an archive of one (.tar.gz and the other tar forms)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default=None,
+                     help="text (readable, the default), json (schema trainmark-check/1, docs/checker.md), "
+                          "junit (JUnit XML: errors fail, warnings and notes are skipped cases) or sarif (SARIF "
+                          "2.1.0); written to standard output, or to --output-file")
+    out.add_argument("--output-file", metavar="FILE",
+                     help="write the --output-format report to FILE and keep the text report on standard output "
+                          "(as pytest --junitxml, ruff --output-file); '-': standard output")
+    out.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                     help="write JSON to FILE ('-' or no FILE: standard output)")
+    out.add_argument("--csv", metavar="FILE",
+                     help="write the per-benchmark summary as CSV to FILE ('-': standard output)")
+    rules = parser.add_argument_group("rules")
+    add_rules_dir(rules)
+    rules.add_argument("--system-schema", type=Path, metavar="FILE",
+                       help="JSON Schema for systems/<system>.json (default: the harness's)")
+    rules.add_argument("--mlperf-ruleset", metavar="X.Y.Z",
+                       help="MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', "
+                            "else the newest mlperf-logging knows)")
+    again = parser.add_argument_group("re-evaluation")
+    again.add_argument("--reevaluate", action="store_true",
+                       help="load every trial's model.safetensors into the model its rules name and evaluate it "
+                            "again: a metric away from the logged one (REEVAL-001) or short of the target "
+                            "(REEVAL-002) is an error (needs the evaluation data; docs/checker.md)")
+    again.add_argument("--data-dir", action="append", default=[], metavar="[BENCHMARK=]DIR",
+                       help="--reevaluate's dataset folder, for every benchmark or for one (repeat it); default: "
+                            "the rules' environment variable, else their default folder, as for 'trainmark run'")
+    again.add_argument("--device", default="cpu", help="--reevaluate's device: cpu, cuda or cuda:INDEX")
     parser.set_defaults(func=run)
 
 
 def _stdout_format(args: argparse.Namespace) -> str:
     """The one thing written to standard output; two claims on it are a usage error."""
-    claims = [name for name, wanted in (("--format", args.format not in (None, "text")),
+    to_file = args.output_file is not None and not is_stdout(args.output_file)
+    claims = [name for name, wanted in (("--output-format", args.format not in (None, "text") and not to_file
+                                         and not is_stdout(args.output_file)),
+                                        ("--output-file -", is_stdout(args.output_file)),
                                         ("--json -", is_stdout(args.json)), ("--csv -", is_stdout(args.csv)))
               if wanted]
-    if len(claims) > 1 and not (claims == ["--format", "--json -"] and args.format == "json"):
+    if len(claims) > 1 and not (set(claims) <= {"--output-format", "--output-file -", "--json -"}
+                                and args.format == "json" and "--csv -" not in claims):
         raise UserError(f"{' and '.join(claims)} both want standard output: write one of them to a FILE")
     if is_stdout(args.json):
         return "json"
     if is_stdout(args.csv):
         return "csv"
-    return args.format or "text"
+    return "text" if to_file else (args.format or "text")
+
+
+def _formatted(report, fmt: str) -> str:
+    from trainmark.checker.verdict.render import to_csv
+
+    if fmt == "json":
+        return _json(report)
+    if fmt == "csv":
+        return to_csv(report)
+    from trainmark.checker.verdict.ci_formats import to_junit, to_sarif
+
+    return (to_junit if fmt == "junit" else to_sarif)(report)
+
+
+def _quiet_text(report) -> str:
+    """-q's text: each error on one line, then the verdict line (warnings and notes only counted)."""
+    from trainmark.checker.verdict.codes import ERROR
+    from trainmark.checker.verdict.findings import printable
+
+    lines = [f"ERROR {f.rule} {printable((f.file or '.') + (f':{f.line}' if f.line else ''))}: "
+             f"{printable(f.message)}" for f in report.findings if f.severity == ERROR]
+    try:  # the text report's own verdict line, where the renderer has one
+        from trainmark.checker.verdict.render import verdict_line
+    except ImportError:
+        counts = report.to_dict()["counts"]
+        verdict_line = lambda r: (f"{'PASS' if r.exit_code == 0 else 'FAIL'}: {counts['error']} error(s), "  # noqa
+                                  f"{counts['warning']} warning(s), {counts['info']} note(s)")
+    lines.append(verdict_line(report))
+    return "\n".join(lines) + "\n"
 
 
 def _signals_end_the_check() -> None:
@@ -81,7 +135,7 @@ def _validate(args: argparse.Namespace) -> None:
         raise UserError(f"--system-schema {args.system_schema}: no such file")
     if args.rules_dir is not None and not args.rules_dir.is_dir():
         raise UserError(f"--rules-dir {args.rules_dir}: not a folder")
-    for flag, dest in (("--json", args.json), ("--csv", args.csv)):
+    for flag, dest in (("--json", args.json), ("--csv", args.csv), ("--output-file", args.output_file)):
         ensure_writable(dest, flag)
     if args.reevaluate and args.path.is_file():
         raise UserError(f"--reevaluate {args.path}: unpack the archive first and check its folder")
@@ -92,7 +146,7 @@ def _validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from trainmark.checker.check import CheckOptions, check_path
     from trainmark.checker.progress import progress_for
-    from trainmark.checker.verdict.render import print_report, to_csv
+    from trainmark.checker.verdict.render import print_report
 
     if args.path is None:  # 'check --json FOLDER': the folder was taken as --json's FILE
         if args.json is not None and Path(args.json).is_dir():
@@ -114,22 +168,33 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"cannot read {exc.filename or args.path}: {exc.strerror or exc}") from None
         if args.reevaluate:
             reevaluate(report, args, progress)
-    if args.csv is not None and not is_stdout(args.csv):
-        write_output(args.csv, to_csv(report), "--csv")
-    if args.json is not None and not is_stdout(args.json):
-        write_output(args.json, _json(report), "--json")
-    if args.quiet:
-        return report.exit_code
+    for flag, dest, kind in (("--csv", args.csv, "csv"), ("--json", args.json, "json"),
+                             ("--output-file", args.output_file, args.format or "text")):
+        if dest is not None and not is_stdout(dest) and kind != "text":
+            write_output(dest, _formatted(report, kind), flag)
+        elif dest is not None and not is_stdout(dest):
+            write_output(dest, _text(report), flag)
     if fmt == "text":
-        print_report(report)
-    elif fmt == "json":
-        write_output("-", _json(report), "--json")
-    elif fmt == "csv":
-        write_output("-", to_csv(report), "--csv")
-    else:
-        from trainmark.checker.verdict.ci_formats import to_junit, to_sarif
-        write_output("-", (to_junit if fmt == "junit" else to_sarif)(report), "--format")
+        if args.quiet:
+            write_output("-", _quiet_text(report), "-q")
+        else:
+            print_report(report)
+    else:  # what was asked for on standard output, -q or not
+        write_output("-", _formatted(report, fmt), "--output-format")
     return report.exit_code
+
+
+def _text(report) -> str:
+    """The text report as a file holds it (no colours, wide lines)."""
+    import io
+
+    from rich.console import Console
+
+    from trainmark.checker.verdict.render import print_report
+
+    buffer = io.StringIO()
+    print_report(report, Console(file=buffer, width=220, soft_wrap=False, highlight=False, color_system=None))
+    return buffer.getvalue()
 
 
 def _json(report) -> str:

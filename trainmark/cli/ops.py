@@ -11,13 +11,29 @@ from trainmark.harness.frameworks.backend import BACKENDS  # stdlib only: keeps 
 OPS_DEFAULT_DTYPES = {"cpu": "fp32,bf16", "cuda": "fp32,tf32,bf16,fp16"}
 
 
+DESCRIPTION = """\
+Time matmul, conv2d and memory-bandwidth kernels on one device, forward and backward, and
+report each against the datasheet peak: the ceilings that 'trainmark run --ceilings' and
+'trainmark sweep --ceilings' report utilization against. '--op allreduce' instead times
+all-reduce over ranks launched with torchrun and fits the link 'trainmark scale' projects with."""
+
+EXAMPLES = """\
+  trainmark ops --device cuda --json ops.json
+  trainmark ops --quick --dtype fp32 -q
+  trainmark ops --op allreduce --nproc 4 --device cuda --json allreduce.json
+"""
+
+
 def register(sub) -> None:
-    p = sub.add_parser("ops", help="matmul/conv2d/bandwidth microbenchmarks against the datasheet peak")
+    from trainmark.cli.parsing import add_json, command
+
+    p = command(sub, "ops", help="matmul/conv2d/bandwidth microbenchmarks against the datasheet peak",
+                description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
     p.add_argument("--dtype", help="comma-separated: fp32, tf32 (CUDA), bf16, fp16 "
                                    f"(default: cpu {OPS_DEFAULT_DTYPES['cpu']}; cuda {OPS_DEFAULT_DTYPES['cuda']})")
     p.add_argument("--op", default="matmul,conv2d,memory",
-                   help="which benchmarks (default: %(default)s); allreduce alone: the link for `trainmark scale`")
+                   help="which benchmarks (default: %(default)s); allreduce alone: the link for 'trainmark scale'")
     p.add_argument("--pass", dest="passes", default="fwd,bwd", help="fwd, bwd or both (default: %(default)s)")
     p.add_argument("--shapes", help="only these shape names (see the table), comma-separated")
     p.add_argument("--quick", action="store_true", help="three small shapes, few repeats (seconds; for tests)")
@@ -27,8 +43,7 @@ def register(sub) -> None:
                    help="the framework whose matmul, conv2d and memory kernels are timed (default: %(default)s)")
     p.add_argument("--nproc", type=int, default=2,
                    help="--op allreduce: ranks on this node, launched with torchrun (default: %(default)s)")
-    p.add_argument("--json", dest="json_path", metavar="FILE",
-                   help="write the full report as JSON to FILE ('-': standard output, instead of the table)")
+    add_json(p, dest="json_path")
     p.set_defaults(func=cmd_ops)
 
 
@@ -65,17 +80,25 @@ def cmd_ops(args) -> int:
     if args.repeats is not None and args.repeats < 1:
         raise UserError("--repeats must be at least 1")
     table_out = sys.stderr if is_stdout(args.json_path) else sys.stdout  # '-': stdout is the JSON alone
-    print(ops.HEADER, flush=True, file=table_out)
+    rows_out = None if args.quiet else table_out  # -q: the final report only, no row as it is measured
+    print(ops.HEADER, flush=True, file=rows_out or _null())
     report = ops.run_ops(device, dtypes, ops=op_list, passes=passes, quick=args.quick, shapes=shapes,
                          numpy_backend=not args.no_numpy, repeats=args.repeats, framework=args.framework,
-                         progress=lambda row: print(ops.format_row(row), flush=True, file=table_out))
-    print(file=table_out)
+                         progress=lambda row: print(ops.format_row(row), flush=True, file=rows_out or _null()))
+    if rows_out is not None:
+        print(file=table_out)
     print(ops.format_report(report), file=table_out)
     if args.json_path:
         write_output(args.json_path, json.dumps(report, indent=2) + "\n", "--json")
         if not is_stdout(args.json_path):
             print(f"report: {args.json_path}")
     return 0
+
+
+def _null():
+    import io
+
+    return io.StringIO()
 
 
 def cmd_allreduce(args, op_list: list[str], entry: list[str] | None = None) -> int:

@@ -11,8 +11,8 @@ from pathlib import Path
 from rich.table import Table
 
 from trainmark import rules as rules_package
+from trainmark.cli.arguments import known_benchmark, version_arguments
 from trainmark.cli.arguments import rules_dir as check_rules_dir
-from trainmark.cli.arguments import version_arguments
 from trainmark.errors import UserError
 from trainmark.format import layout
 from trainmark.rules import get_rules, load_ruleset
@@ -21,42 +21,82 @@ from trainmark.rules.docs import render_markdown
 
 def list_arguments(p) -> None:
     """The options of ``rules list`` and ``trainmark list``."""
+    from trainmark.cli.parsing import add_json, add_quiet
+
+    add_quiet(p)
     version_arguments(p)
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                   help="write the list as JSON to FILE ('-' or no FILE: standard output)")
+    add_json(p)
+
+
+LIST_EXAMPLES = """\
+  trainmark rules list
+  trainmark rules list --json benchmarks.json
+"""
 
 
 def register(sub) -> None:
-    rules = sub.add_parser("rules", help="show the versioned benchmark rules")
-    rsub = rules.add_subparsers(dest="rules_command", required=True)
-    p = rsub.add_parser("list", help="each benchmark with its dataset, metric and target")
+    from trainmark.cli.parsing import add_json, add_output, command
+
+    rules = command(sub, "rules", help="show the versioned benchmark rules", quiet=False, description=(
+        "The versioned benchmark rules: one file per benchmark (rules/<version>/<benchmark>.yaml) with the "
+        "dataset,\nthe quality target, the trial count, the hyperparameter limits and the reference model."),
+        examples="  trainmark rules list\n  trainmark rules show resnet-mini\n"
+                 "  trainmark rules compliance resnet-mini -o resnet-mini-closed.yaml\n")
+    rsub = rules.add_subparsers(dest="rules_command", required=True, metavar="SUBCOMMAND")
+    p = command(rsub, "list", help="each benchmark with its dataset, metric and target", quiet=False,
+                description="Each benchmark of one rules version with its dataset, metric, target and trials.",
+                examples=LIST_EXAMPLES)
     list_arguments(p)
     p.set_defaults(func=cmd_list)
-    p = rsub.add_parser("show", help="one benchmark's full rules")
-    p.add_argument("benchmark", help="benchmark name (`trainmark rules list`)")
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                   help="write the rules as JSON to FILE ('-' or no FILE: standard output)")
+    p = command(rsub, "show", help="one benchmark's full rules",
+                description="One benchmark's rule file as shipped (YAML), or as JSON.",
+                examples="  trainmark rules show resnet-mini\n  trainmark rules show resnet-mini --json -\n")
+    p.add_argument("benchmark", help="benchmark name ('trainmark rules list')")
+    add_json(p)
     version_arguments(p)
     p.set_defaults(func=cmd_show)
-    p = rsub.add_parser("docs", help="write docs/rules.md from the rule files and the finding-code table of "
-                                     "docs/checker.md from the catalogue")
-    p.add_argument("--output", type=Path, default=None, metavar="FILE",
-                   help="where to write (default: docs/rules.md beside the package's rules/, wherever the "
-                        "command is run from)")
+    p = command(rsub, "docs", help="write docs/rules.md from the rule files and the finding-code table of "
+                                   "docs/checker.md from the catalogue",
+                description="Write docs/rules.md from the rule files and, by default, the finding-code table of "
+                            "docs/checker.md\nfrom the checker's catalogue (maintainers run it after changing "
+                            "either).",
+                examples="  trainmark rules docs\n  trainmark rules docs --output - | less\n")
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                   help="where to write ('-': standard output; default: docs/rules.md beside the package's rules/, "
+                        "wherever the command is run from)")
     version_arguments(p)
     p.set_defaults(func=cmd_docs)
-    p = rsub.add_parser("compliance", help="print the mlperf-logging compliance config the checker uses")
-    p.add_argument("benchmark", help="benchmark name (trainmark rules list)")
-    p.add_argument("--division", default="closed", help="closed or open (default: %(default)s)")
-    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the config to FILE instead of stdout")
+    p = command(rsub, "compliance", help="print the mlperf-logging compliance config the checker uses",
+                description=COMPLIANCE_DESCRIPTION, examples=COMPLIANCE_EXAMPLES)
+    p.add_argument("benchmark", help="benchmark name ('trainmark rules list')")
+    p.add_argument("--division", choices=list(layout.DIVISIONS), default="closed",
+                   help="closed or open (default: %(default)s)")
+    add_output(p)
     version_arguments(p)
     p.set_defaults(func=cmd_compliance)
-    p = rsub.add_parser("code-hashes", help="write rules/<version>/reference-code.json and "
-                        "reference-structures.json: the released reference's code hashes and model "
-                        "structures the checker compares submissions with")
+    p = command(rsub, "code-hashes", help="write rules/<version>/reference-code.json and "
+                "reference-structures.json: the released reference's code hashes and model "
+                "structures the checker compares submissions with",
+                description="Write (or --check) rules/<version>/reference-code.json and reference-structures.json: "
+                            "the released\nreference code's hashes and model structures that the checker compares "
+                            "a closed-division submission with.",
+                examples="  trainmark rules code-hashes --check\n  trainmark rules code-hashes --rules-version 1.1\n")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when the file is stale")
     version_arguments(p)
     p.set_defaults(func=cmd_code_hashes)
+
+
+COMPLIANCE_DESCRIPTION = """\
+Print the compliance config that 'trainmark check' runs through mlperf-logging's compliance
+engine for one benchmark and division, so that anyone can run MLPerf's own checker with it.
+mlperf-logging's --ruleset only picks its line parser; its --config needs an absolute path."""
+
+COMPLIANCE_EXAMPLES = """\
+  trainmark rules compliance resnet-mini --division open
+  trainmark rules compliance resnet-mini --division closed -o resnet-mini-closed.yaml
+  python -m mlperf_logging.compliance_checker --usage training --ruleset 4.1.0 \\
+      --config "$PWD/resnet-mini-closed.yaml" result_1.txt
+"""
 
 
 def benchmarks_table(version: str, rules_dir: Path | None) -> Table:
@@ -94,6 +134,7 @@ def cmd_show(args) -> int:
     from trainmark.outputs import write_output
 
     check_rules_dir(args.rules_dir)
+    known_benchmark(args.benchmark, args.rules_version, args.rules_dir)
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     if args.json is not None:
         write_output(args.json, json.dumps(r.data, indent=2) + "\n", "--json")
@@ -145,16 +186,17 @@ def cmd_compliance(args) -> int:
 
     if args.division not in layout.DIVISIONS:
         raise UserError(f"--division {args.division!r}: use closed or open")
+    known_benchmark(args.benchmark, args.rules_version, args.rules_dir)
     rules = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     text = compliance_rules.compliance_yaml(rules, args.division)
-    if args.output is None:
+    if args.output is None or str(args.output) == "-":
         sys.stdout.write(text)
         return 0
     try:
         write_text_atomic(args.output, text)
     except OSError as exc:
         raise UserError(f"-o {args.output}: cannot write: {exc.strerror or exc}") from None
-    print(f"wrote {args.output}", file=sys.stderr)
+    print(f"wrote {args.output}", file=sys.stderr)  # the final line, -q or not
     return 0
 
 

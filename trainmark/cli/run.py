@@ -18,11 +18,29 @@ if TYPE_CHECKING:  # the harness imports torch: only the commands that train loa
     from trainmark.harness.run import RunSummary
 
 
+DESCRIPTION = """\
+Train a benchmark to its quality target, trial after trial, and write a submission folder:
+<out>/<division>/<submitter>/results/<system>/<benchmark>/ with one MLLOG result file per
+trial, the system description and the code's hashes, ready for 'trainmark check'.
+
+Exit status: 0 every trial ran, 1 a trial crashed or was aborted, 2 a wrong call."""
+
+EXAMPLES = """\
+  trainmark run resnet-mini --submitter acme --device cuda
+  trainmark run resnet-mini --trials 2 --seed 7 -q --out /tmp/try   # fewer trials: an incomplete result
+  trainmark run resnet-mini --submitter acme --out submission --resume
+"""
+
+
 def register(sub) -> None:
-    p = sub.add_parser("run", help="train a benchmark to its target over repeated trials")
+    from trainmark.cli.parsing import command
+
+    p = command(sub, "run", help="train a benchmark to its target over repeated trials", description=DESCRIPTION,
+                examples=EXAMPLES)
     run_arguments(p)
-    p.add_argument("--out", type=Path, default=Path("submission"), help="submission root (default: %(default)s)")
-    p.add_argument("--resume", action="store_true", help="continue after the last finished trial")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", type=Path, default=Path("submission"), help="submission root (default: %(default)s)")
+    out.add_argument("--resume", action="store_true", help="continue after the last finished trial")
     p.set_defaults(func=cmd_run)
 
 
@@ -45,11 +63,26 @@ def _sigterm_is_ctrl_c() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def warn_few_trials(args) -> None:
+    """--trials below the rules' count: said at the start, not first by the checker hours later."""
+    from trainmark.rules.ruleset import get_rules
+
+    if args.trials is None:
+        return
+    rules = get_rules(args.benchmark, args.rules_version, args.rules_dir)
+    if args.trials < rules.trials:
+        print(f"trainmark run: warning: --trials {args.trials} is below the {rules.trials} trials of {rules.name}'s "
+              f"rules {rules.version}: 'trainmark check' will count the result as incomplete", file=sys.stderr,
+              flush=True)
+
+
 def cmd_run(args) -> int:
     _sigterm_is_ctrl_c()
     from trainmark.harness.run import run_benchmark
 
-    summary = run_benchmark(run_options(args, args.out, args.resume))
+    options = run_options(args, args.out, args.resume)
+    warn_few_trials(args)
+    summary = run_benchmark(options)
     if not args.quiet and summary.results:
         table_console(stderr=True).print(summary_table(summary))
     for k, r in summary.crashed.items():  # a crash is never an allowed miss: say which, and fail the run

@@ -22,14 +22,31 @@ def _ints(text: str, flag: str) -> list[int]:
     return positive_ints(text, flag, "1,2,4", "every value must be a positive integer")
 
 
+DESCRIPTION = """\
+Measure a benchmark's training step over world sizes (one torchrun launch per size): throughput,
+scaling efficiency and where it saturates, then project time to train to thousands of
+accelerators with a fitted all-reduce link and compute/communication overlap (docs/scale.md).
+'trainmark scale validate ROUND_DIR...' checks the projection against MLPerf's published results."""
+
+EXAMPLES = """\
+  trainmark scale resnet-mini --nproc 1,2,4 --out scale/
+  trainmark scale resnet-mini --device cuda --nproc 1,2,4,8 --link-from allreduce.json -q
+  trainmark scale validate training_results_v4.1 training_results_v5.0 --json validate.json
+"""
+
+
 def register(sub) -> None:
-    p = sub.add_parser("scale", help="throughput, efficiency and saturation over world sizes (torchrun), "
-                                     "and a projection to thousands of accelerators")
-    p.add_argument("benchmark", help="benchmark name (`trainmark list`), or `validate` followed by MLPerf round "
+    from trainmark.cli.parsing import add_json, add_rules_dir, add_rules_version, command
+    from trainmark.rules import LATEST_VERSION
+
+    p = command(sub, "scale", help="throughput, efficiency and saturation over world sizes (torchrun), "
+                                   "and a projection to thousands of accelerators",
+                description=DESCRIPTION, examples=EXAMPLES)
+    p.add_argument("benchmark", help="benchmark name ('trainmark list'), or 'validate' followed by MLPerf round "
                                      "folders: the projection checked against every same-system pair in them")
     p.add_argument("rounds", nargs="*", type=Path, metavar="ROUND_DIR",
-                   help="with `validate`: MLPerf Training result folders (training_results_vX.Y, or one submitter)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="with `validate`: write the records and medians here")
+                   help="with 'validate': MLPerf Training result folders (training_results_vX.Y, or one submitter)")
+    add_json(p)
     p.add_argument("--scaling", choices=["best", "weak", "strong"], default="best",
                    help="projection and validation: weak (each accelerator keeps its batch; the global batch grows, "
                         "capped to what converges), strong (the global batch stays), or best (of the covered batches "
@@ -44,7 +61,7 @@ def register(sub) -> None:
     p.add_argument("--train-samples", type=int,
                    help="training samples per epoch, for time to train (default: from the rules' dataset)")
     p.add_argument("--sweep", type=Path, metavar="SWEEP_JSON",
-                   help="projection: compute per step over the local batch from a `trainmark sweep` report of one "
+                   help="projection: compute per step over the local batch from a 'trainmark sweep' report of one "
                         "device (its shape, scaled to the one-rank point), instead of linear in the batch")
     p.add_argument("--max-spread", type=float, default=0.25,
                    help="a point whose step time varies more than this fraction is suspect (default: %(default)s)")
@@ -68,8 +85,8 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("scale"), help="output folder (default: %(default)s)")
     p.add_argument("--no-plots", action="store_true", help="write JSON and CSV only, no scale.png")
-    p.add_argument("--rules-version", help="rules version (default: the latest)")
-    p.add_argument("--rules-dir", type=Path, help="rule files folder (default: the shipped rules)")
+    add_rules_version(p, LATEST_VERSION)
+    add_rules_dir(p)
     p.set_defaults(func=cmd_scale)
 
 
@@ -116,7 +133,7 @@ def _projection_arguments(p) -> None:
     p.add_argument("--link-bandwidth-gbs", type=float, help="projection: per-link bandwidth, GB/s (default: fitted)")
     p.add_argument("--link-latency-us", type=float, help="projection: per-hop latency, microseconds")
     p.add_argument("--link-from", type=Path, metavar="ALLREDUCE_JSON",
-                   help="projection: the link of a `trainmark ops --op allreduce --json` report")
+                   help="projection: the link of a 'trainmark ops --op allreduce --json' report")
     p.add_argument("--node-size", type=int, metavar="N",
                    help="projection: accelerators per node (or NVLink domain); with --inter-link-*: a two-level "
                         "all-reduce, the link above inside a node and this one between nodes, ring or tree")
@@ -132,6 +149,7 @@ def _projection_arguments(p) -> None:
 
 def settings_from_args(args):
     """Validated settings; every refusal happens here, before torchrun starts."""
+    from trainmark.cli.arguments import known_benchmark
     from trainmark.harness.scale import projection as scale_model
     from trainmark.harness.scale import saturation as scale
     from trainmark.rules import LATEST_VERSION
@@ -139,6 +157,7 @@ def settings_from_args(args):
 
     if args.rounds:
         raise UserError(f"{args.rounds[0]}: round folders are for `trainmark scale validate ROUND_DIR...`")
+    known_benchmark(args.benchmark, args.rules_version, args.rules_dir)
     rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
     from trainmark.reference import registry
     registry.for_rules(rules)  # an unknown reference fails here, not in every rank
@@ -194,15 +213,16 @@ def cmd_scale(args, entry: list[str] | None = None) -> int:
     if args.benchmark == "validate":
         return cmd_validate(args)
     s = settings_from_args(args)
-    print(f"scale {s.benchmark}: world sizes {[n * s.nnodes for n in s.nprocs]}, global batch {s.global_batch}, "
+    say = (lambda *a, **k: None) if args.quiet else print
+    say(f"scale {s.benchmark}: world sizes {[n * s.nnodes for n in s.nprocs]}, global batch {s.global_batch}, "
           f"{s.data} data, {s.device}", flush=True)
-    result = scale.run_scale(s, entry, progress=lambda p: print(
+    result = scale.run_scale(s, entry, progress=lambda p: say(
         f"  world {p['world_size']}: {p['status']}" + (f", {p['samples_per_s']:.4g} samples/s" if p["samples_per_s"]
                                                          else f" ({p['error']})"), flush=True))
     paths = scale.write_outputs(result, args.out, plots=not args.no_plots)
     print(scale.format_summary(result))
     for label, path in paths.items():
-        if path:
+        if path and not args.quiet:
             print(f"{label}: {path}")
     return 0 if all(p["status"] in ("ok", "elsewhere") for p in result["points"]) else 1
 
@@ -210,20 +230,26 @@ def cmd_scale(args, entry: list[str] | None = None) -> int:
 
 def cmd_validate(args) -> int:
     """``trainmark scale validate ROUND_DIR... --json FILE``: the projection against the public record."""
-    from trainmark.files import write_json_atomic
+    import json
+
     from trainmark.harness.scale import mlperf_validate
+    from trainmark.outputs import ensure_writable, is_stdout, write_output
 
     if not args.rounds:
         raise UserError("validate needs at least one MLPerf round folder (e.g. training_results_v5.0)")
+    ensure_writable(args.json, "--json")
     for folder in args.rounds:
         if not folder.is_dir():
             raise UserError(f"{folder}: not a folder")
     result = mlperf_validate.validate_rounds(
         args.rounds, scaling=args.scaling, overlap=_fraction(args.overlap, VALIDATE_OVERLAP, "--overlap"),
         fixed_fraction=_fraction(args.fixed_step_fraction, VALIDATE_FIXED_FRACTION, "--fixed-step-fraction"),
-        progress=lambda msg: print(msg, flush=True))
+        progress=(lambda msg: None) if args.quiet else (lambda msg: print(msg, flush=True)))
+    if is_stdout(args.json):  # standard output is the JSON alone
+        write_output("-", json.dumps(result, indent=2, allow_nan=False) + "\n", "--json")
+        return 0
     print(mlperf_validate.format_summary(result))
     if args.json:
-        write_json_atomic(args.json, result)
+        write_output(args.json, json.dumps(result, indent=2, allow_nan=False) + "\n", "--json")
         print(f"json: {args.json}")
     return 0

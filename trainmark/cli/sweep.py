@@ -12,10 +12,26 @@ from trainmark.cli.arguments import csv_items, device_of, positive_ints, sweep_a
 from trainmark.errors import UserError
 from trainmark.harness.frameworks.backend import BACKENDS  # stdlib only: keeps --help light
 
+DESCRIPTION = """\
+Time a benchmark's training step over batch sizes and precisions (no convergence: throughput
+only) and write sweep.csv, sweep.json and plots: samples per second, TFLOP/s, energy per sample
+and peak memory, and with --oom-search the largest batch that fits. 'trainmark report --sweep'
+adds its plots to a report."""
+
+EXAMPLES = """\
+  trainmark sweep resnet-mini --device cuda --out sweep/
+  trainmark sweep resnet-mini --batch-sizes 32,64,128 --precisions fp32 -q
+  trainmark sweep resnet-mini --device cuda --oom-search --memory-limit-gb 16
+"""
+
 
 def register(sub) -> None:
-    p = sub.add_parser("sweep", help="throughput, TFLOPS, energy and memory over batch sizes and precisions")
-    p.add_argument("benchmark", help="benchmark name (`trainmark list`)")
+    from trainmark.cli.parsing import add_rules_dir, add_rules_version, command
+    from trainmark.rules import LATEST_VERSION
+
+    p = command(sub, "sweep", help="throughput, TFLOPS, energy and memory over batch sizes and precisions",
+                description=DESCRIPTION, examples=EXAMPLES)
+    p.add_argument("benchmark", help="benchmark name ('trainmark list')")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
     p.add_argument("--batch-sizes", help="comma-separated (default: 1/4, 1/2, 1 and 2 x the rules' batch size)")
     p.add_argument("--precisions", help="fp32 and/or amp (default: fp32,amp; under tensorflow: fp32)")
@@ -32,14 +48,14 @@ def register(sub) -> None:
     p.add_argument("--oom-search", action="store_true", help="find the largest batch size that fits (CUDA)")
     p.add_argument("--max-batch", type=int, default=1 << 16, help="upper bound of the search (default: %(default)s)")
     p.add_argument("--memory-limit-gb", type=float, help="CUDA: cap the allocator (e.g. to emulate a smaller GPU)")
-    p.add_argument("--ceilings", type=Path,
-                   help="a `trainmark ops --json` report: utilization against its measured ceilings too")
+    p.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
+                   help="a 'trainmark ops --json' report: utilization against its measured ceilings too")
     p.add_argument("--energy-estimate-watts", type=float,
                    help="when no energy counter exists, report W x time, labelled 'estimated'")
     p.add_argument("--out", type=Path, default=Path("sweep"), help="output folder (default: %(default)s)")
     p.add_argument("--no-plots", action="store_true", help="write the CSV and JSON but no PNG plots")
-    p.add_argument("--rules-version", default=None, help="rules version (default: the latest)")
-    p.add_argument("--rules-dir", type=Path, help="read rule files from this folder instead of the shipped ones")
+    add_rules_version(p, LATEST_VERSION)
+    add_rules_dir(p)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -119,7 +135,7 @@ def _print_outputs(result, args) -> int:
     paths = sweep_output.write_outputs(result, args.out, plots=not args.no_plots)
     print(sweep_output.format_summary(result))
     for label, path in paths.items():
-        if path:
+        if path and not args.quiet:
             print(f"{label}: {path}")
     ok = any(p["status"] == "ok" for p in result["points"])
     if not ok:
@@ -128,6 +144,7 @@ def _print_outputs(result, args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from trainmark.cli.arguments import known_benchmark
     from trainmark.harness.measure import energy
     from trainmark.harness.throughput import sweep
     from trainmark.reference import registry
@@ -135,6 +152,7 @@ def cmd_sweep(args) -> int:
     from trainmark.rules.ruleset import get_rules
 
     sweep_args(args)  # before measuring: '' batch sizes, NaN seconds, an unwritable --out
+    known_benchmark(args.benchmark, args.rules_version, args.rules_dir)
     device = device_of(args.device)
     rules = get_rules(args.benchmark, args.rules_version or LATEST_VERSION, args.rules_dir)
     ref = registry.for_rules(rules)
@@ -151,9 +169,10 @@ def cmd_sweep(args) -> int:
     ceilings = load_ceilings(args.ceilings) if args.ceilings else None
     meter = energy.open_meter(str(device), args.energy_estimate_watts)
     cap = _memory_cap(args, device)
-    print(f"sweep {rules.name} ({args.framework}) on {device}: batch sizes {batch_sizes}, precisions {precisions}, "
+    say = (lambda *a, **k: None) if args.quiet else print
+    say(f"sweep {rules.name} ({args.framework}) on {device}: batch sizes {batch_sizes}, precisions {precisions}, "
           f"{args.data} data; energy: {meter.method}" + (f" ({meter.reason})" if meter.reason else ""), flush=True)
     with cap:
         result = sweep.run_sweep(ref, hp, device, settings, benchmark=rules.name, meter=meter, data=data,
-                                 ceilings=ceilings, progress=_progress)
+                                 ceilings=ceilings, progress=(lambda p: None) if args.quiet else _progress)
     return _print_outputs(result, args)
