@@ -164,7 +164,10 @@ COLUMNS = ["benchmark", "verdict", "trials BASE/NEW", "score ratio", "mean time 
 
 
 def rows_for_table(result: dict) -> list[list[str]]:
-    from trainmark.report.fmt import num
+    from trainmark.format.numbers import display
+
+    def num(x: Any, digits: int = 4) -> str:
+        return display(x, significant=digits)
 
     out = []
     for r in result["benchmarks"]:

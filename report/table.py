@@ -13,7 +13,7 @@ import io
 import json
 from typing import Any
 
-from trainmark.report.fmt import num
+from trainmark.format.numbers import display, machine, round_floats
 
 SCHEMA = "trainmark-table/1"
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
@@ -69,8 +69,15 @@ def build_table(reports: list[tuple[dict, dict[str, dict]]]) -> dict[str, Any]:
             "rows": [dict(r) for r in sorted(rows.values(), key=lambda r: tuple(str(r[c]) for c in SYSTEM_COLUMNS))]}
 
 
-def flat(table: dict) -> tuple[list[str], list[list[str]]]:
-    """Header and rows as strings: '' for a benchmark a system did not run, '-' for no score."""
+def flat(table: dict, for_machines: bool = False) -> tuple[list[str], list[list[str]]]:
+    """Header and rows as strings: '' for a benchmark a system did not run, '-' for no score.
+
+    Scores for people (Markdown) keep 5 significant digits; ``for_machines`` (CSV) keeps 12, without
+    binary noise (41.67, never 41.669999999999995: ``trainmark.format.numbers``).
+    """
+    def number(x: Any) -> str:
+        return machine(x, unknown="-") if for_machines else display(x, significant=5)
+
     header = list(SYSTEM_COLUMNS)
     for b in table["benchmarks"]:
         header.append(f"{b['benchmark']} ({b['unit']})")
@@ -81,15 +88,15 @@ def flat(table: dict) -> tuple[list[str], list[list[str]]]:
         cells = ["" if r[c] is None else str(r[c]) for c in SYSTEM_COLUMNS]
         for b in table["benchmarks"]:
             name = b["benchmark"]
-            cells.append("" if name not in r["scores"] else num(r["scores"][name], 5))
+            cells.append("" if name not in r["scores"] else number(r["scores"][name]))
             if b["energy"]:
-                cells.append("" if name not in r["energy_j"] else num(r["energy_j"][name], 5))
+                cells.append("" if name not in r["energy_j"] else number(r["energy_j"][name]))
         rows.append(cells)
     return header, rows
 
 
 def to_csv(table: dict) -> str:
-    header, rows = flat(table)
+    header, rows = flat(table, for_machines=True)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
@@ -107,4 +114,4 @@ def to_markdown(table: dict) -> str:
 
 
 def to_json(table: dict) -> str:
-    return json.dumps(table, indent=2, allow_nan=False) + "\n"
+    return json.dumps(round_floats(table), indent=2, allow_nan=False) + "\n"  # 41.67, not 41.669999999999995

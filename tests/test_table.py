@@ -71,3 +71,19 @@ def test_cli_writes_a_file_and_refuses_a_missing_folder(two_systems, tmp_path, c
     assert "| tiny-test (s) |" in out.read_text(encoding="utf-8").splitlines()[0] + " |"
     assert main(["table", str(tmp_path / "none")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_outputs_carry_no_float_noise():
+    """Issue 32: a mean of 41.67 s was written 41.669999999999995 (CSV) and 28.280450000000002 (MLPerf)."""
+    from trainmark.report.table import SYSTEM_COLUMNS
+
+    row = {c: None for c in SYSTEM_COLUMNS} | {"division": "closed", "submitter": "acme", "system": "s1"}
+    row |= {"scores": {"lstm-mini": 41.669999999999995, "resnet": 28.280450000000002},
+            "energy_j": {"lstm-mini": 1234.5000000000002}, "reasons": {}, "passed": {}}
+    table = {"schema": "trainmark-table/1", "rows": [row],
+             "benchmarks": [{"benchmark": "lstm-mini", "unit": "s", "energy": True},
+                            {"benchmark": "resnet", "unit": "min", "energy": False}]}
+    cells = list(csv.reader(io.StringIO(to_csv(table))))[1]
+    assert cells[-3:] == ["41.67", "1234.5", "28.28045"]  # 12 significant digits kept, noise gone
+    assert json.loads(to_json(table))["rows"][0]["scores"] == {"lstm-mini": 41.67, "resnet": 28.28045}
+    assert "| 41.67 | 1234.5 | 28.28 |" in to_markdown(table)  # people: 5 significant digits

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from rich.table import Table
+from rich.text import Text
 
 from trainmark import rules as rules_package
 from trainmark.cli.arguments import known_benchmark, version_arguments
@@ -99,15 +99,38 @@ COMPLIANCE_EXAMPLES = """\
 """
 
 
-def benchmarks_table(version: str, rules_dir: Path | None) -> Table:
-    table = Table(title=f"trainmark benchmarks (rules {version})")
-    for col in ("benchmark", "task", "dataset", "metric", "target", "trials"):
-        table.add_column(col, overflow="fold")  # a narrow terminal wraps a name, never cuts it
-    for row in benchmark_rows(version, rules_dir):
-        sign = ">=" if row["higher_is_better"] else "<="
-        table.add_row(row["benchmark"], row["task"], row["dataset"], row["metric"], f"{sign} {row['target']:g}",
-                      str(row["trials"]))
-    return table
+def list_columns(rows: list[dict]) -> list:
+    """``trainmark list``'s columns: task and dataset are prose (they may wrap between words), the rest never wrap."""
+    from trainmark.format.numbers import display
+    from trainmark.outputs import Column
+
+    targets = [f"{'>=' if r['higher_is_better'] else '<='} {display(r['target'], significant=6)}" for r in rows]
+    return [Column("benchmark", [r["benchmark"] for r in rows]),
+            Column("task", [r["task"] for r in rows], prose=True),
+            Column("dataset", [r["dataset"] for r in rows], prose=True),
+            Column("metric", [r["metric"] for r in rows]), Column("target", targets),
+            Column("trials", [str(r["trials"]) for r in rows], justify="right")]
+
+
+def print_benchmarks(version: str, rules_dir: Path | None, console, width: int | None) -> None:
+    """A table when every column fits ``width`` (None: piped, no limit), else one block per benchmark.
+
+    Either way no benchmark name, dataset word or target is split across lines (issue 32: at 60
+    columns the table split its header and names).
+    """
+    from trainmark.outputs import block_lines, choose_columns, fitted_table
+
+    rows = benchmark_rows(version, rules_dir)
+    columns = list_columns(rows)
+    title = f"trainmark benchmarks (rules {version})"
+    if choose_columns(columns, width, list(range(len(columns))), required=len(columns)) is not None:
+        console.print(fitted_table(columns, width, title))
+        return
+    console.print(Text(title, style="italic"))
+    fields = [columns[i] for i in (3, 4, 5, 1, 2)]  # metric, target, trials, then the prose
+    for k, row in enumerate(rows):
+        for line in block_lines(row["benchmark"], [(c.label, c.cells[k]) for c in fields], width or 80):
+            console.print(Text(line, style="bold" if line == row["benchmark"] else ""))
 
 
 def benchmark_rows(version: str, rules_dir: Path | None) -> list[dict]:
@@ -118,7 +141,7 @@ def benchmark_rows(version: str, rules_dir: Path | None) -> list[dict]:
 
 
 def cmd_list(args) -> int:
-    from trainmark.outputs import ensure_writable, table_console, write_output
+    from trainmark.outputs import ensure_writable, fitting_console, write_output
 
     if getattr(args, "json", None) is not None:
         ensure_writable(args.json, "--json")
@@ -126,7 +149,7 @@ def cmd_list(args) -> int:
         write_output(args.json, json.dumps({"rules_version": args.rules_version, "benchmarks": rows}, indent=2)
                      + "\n", "--json")
         return 0
-    table_console().print(benchmarks_table(args.rules_version, args.rules_dir))
+    print_benchmarks(args.rules_version, args.rules_dir, *fitting_console())
     return 0
 
 
