@@ -227,6 +227,21 @@ def test_doc_command_runs(cmd, tmp_path, monkeypatch, capsys):
     assert all(p.is_file() and p.stat().st_size for p in outputs), f"{cmd.where()}\n  wrote nothing to {outputs}"
 
 
+def test_the_examples_in_trainmark_help_parse():
+    """`trainmark --help` shows example command lines too; they are docs a user copies first."""
+    lines = [line for line in build_parser().description.splitlines() if line.startswith("  trainmark ")]
+    # the explanation starts at one column; a command as long as its field leaves a single space before it
+    column = max(m.end() for m in (re.match(r"  trainmark .*?\S  +", line) for line in lines) if m)
+    examples = [line[:column].strip() for line in lines]
+    assert examples
+    for example in examples:
+        argv = shlex.split(example)[1:]
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            assert exc.code in (0, None), f"trainmark --help shows `{example}`, which the parser refuses"
+
+
 def test_allowlist_names_doc_lines():
     """An allowlist entry whose line left the docs is stale."""
     stale = [key for key in [*ALLOWLIST, *REFUSED_BEFORE_WORK]
