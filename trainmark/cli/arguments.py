@@ -226,7 +226,7 @@ def known_benchmark(name: str, version: str | None, root: Path | None) -> None:
         return  # an unknown version or folder: get_rules says so in its own words
     names = sorted(p.stem for p in folder.glob("*.yaml"))
     if name not in names:
-        raise UserError(f"unknown benchmark {name!r} in rules {folder.name}{suggestion(name, names)}; "
+        raise UserError(f"no rules for benchmark {name!r} in rules version {folder.name}{suggestion(name, names)}; "
                         "'trainmark list' shows them")
 
 
