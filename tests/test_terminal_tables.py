@@ -168,3 +168,4 @@ def test_mlperf_scores_fit_whole(width):
         assert any(f"{row['submitter']}/{row['benchmark']}" in line for line in section)
     info, notes = summary_counts(lines)
     assert notes == len(mlperf.notes) == sum(line.startswith("note: ") for line in lines) >= 1
+    assert info == mlperf.findings.count(INFO) == sum(line.startswith("INFO") for line in lines) >= 1

@@ -227,11 +227,13 @@ def block_lines(head: str, fields: list[tuple[str, str]], width: int, indent: st
     """
     import textwrap
 
+    from rich.cells import cell_len
+
     lines, line = [head], ""
     room = width - len(indent)
     for label, value in fields:
         field = f"{label}: {value}"
-        if len(field) > room:
+        if cell_len(field) > room:
             if line:
                 lines.append(indent + line)
                 line = ""
@@ -239,7 +241,7 @@ def block_lines(head: str, fields: list[tuple[str, str]], width: int, indent: st
                                                               break_on_hyphens=False, subsequent_indent="  ")]
         elif not line:
             line = field
-        elif len(line) + 3 + len(field) <= room:
+        elif cell_len(line) + 3 + cell_len(field) <= room:
             line += "   " + field
         else:
             lines.append(indent + line)
