@@ -39,11 +39,12 @@ table{border-collapse:collapse;margin:.4rem 0 .8rem;font-size:.85rem}
 th,td{border:1px solid #ccc;padding:.15rem .4rem;text-align:left;vertical-align:top}
 th{background:#f3f3f3} caption{text-align:left;font-size:.8rem;color:#555;caption-side:bottom}
 .pass{color:#176b2c;font-weight:600} .fail{color:#a61b1b;font-weight:600} .none{color:#666}
-.verdict{font-size:1.1rem;margin:.2rem 0 .5rem}
+.verdict{font-size:1.1rem;margin:.2rem 0 .5rem} p.note{font-size:.8rem;color:#555;margin:-.5rem 0 .5rem}
 nav#contents{display:grid;grid-template-columns:11rem 1fr 15rem;gap:.5rem 1.5rem;font-size:.85rem;
  border:1px solid #ddd;padding:.3rem .8rem;background:#fafafa}
 nav#contents h2{grid-column:1/-1;margin:.2rem 0;font-size:1rem} nav ol{margin:0;padding-left:1.1rem}
-nav ol.many{columns:2} nav h3{margin:.1rem 0;font-size:.85rem}
+nav ol.many{columns:2} nav ol{max-height:15rem;overflow:auto}
+.scroll{max-height:30rem;overflow:auto;display:inline-block;max-width:100%} nav h3{margin:.1rem 0;font-size:.85rem}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(22rem,1fr));gap:.3rem 1rem}
 figure{margin:.3rem 0} figcaption{font-size:.8rem;color:#444}
 svg.chart{width:100%;height:auto;display:block} figure.wide{max-width:100%}
@@ -176,13 +177,13 @@ def _system_section(data: ReportData, entry: SystemEntry) -> str:
     return "".join(parts)
 
 
-def _benchmark(data: ReportData, view: BenchmarkView, anchor: str, system: SystemEntry) -> str:
+def _benchmark(data: ReportData, view: BenchmarkView, anchor: str, system: SystemEntry, index: int) -> str:
     r = view.result
     css, word = _status(view)
-    score = score_text(view)
+    score = f"score {score_text(view)}" if score_value(view) is not None else "no score"
     counts = f"{r['errors']} error(s), {r['warnings']} warning(s)" if r["errors"] or r["warnings"] else "no findings"
     parts = [f'<details class="section benchmark" id="{anchor}"><summary><h2>{escape(r["benchmark"])} on '
-             f'{escape(r["system"] or "?")}</h2><span class="{css}">{word}</span> score {escape(score)}; '
+             f'{escape(r["system"] or "?")}</h2><span class="{css}">{word}</span> {escape(score)}; '
              f"{escape(counts)}</summary>",
              f"<p>Folder: {_folder(data, view)}; system <a href=\"#{system.anchor}\">{escape(system.name)}</a>; "
              f"{escape(r['division'] or 'division unknown')} division, {escape(r['format'])} format, rules "
@@ -196,7 +197,7 @@ def _benchmark(data: ReportData, view: BenchmarkView, anchor: str, system: Syste
     if view.missing:
         parts.append('<div class="missing" role="note"><strong>Not shown or incomplete:</strong><ul>'
                      + "".join(f"<li>{escape(m)}</li>" for m in view.missing) + "</ul></div>")
-    prefix = f"{anchor}-"
+    prefix = f"b{index}-"   # the charts' ids: short (a page may hold thousands), unique, no section's anchor
     if r["format"] == "mlperf":
         parts.append(_figure(plots.mlperf_runs(r, prefix + "runs-"), "mlperf-runs", "Each MLPerf run's time in "
                              "minutes (run_stop - run_start, evaluation included, as MLPerf scores it)."))
@@ -248,9 +249,10 @@ def _overview(data: ReportData, ids: list[str], systems: list[SystemEntry]) -> s
             text = score_text(v) if score_value(v) is not None else f"{word}: no score"
             tds.append(f'<td><a class="{css}" href="#{bid}">{escape(text)}</a></td>')
         rows.append(f'<tr><th scope="row"><a href="#{entry.anchor}">{escape(entry.name)}</a></th>{"".join(tds)}</tr>')
-    parts.append(f'<table class="matrix"><caption>Score per system and benchmark: the olympic mean of the training '
-                 f'times without evaluation (s), or MLPerf\'s score (min); each links to its section.</caption>'
-                 f'<thead><tr><th scope="col">system</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    parts.append(f'<div class="scroll"><table class="matrix"><thead><tr><th scope="col">system</th>{head}</tr></thead>'
+                 f'<tbody>{"".join(rows)}</tbody></table></div><p class="note">Score per system and benchmark: the olympic '
+                 "mean of the training times without evaluation (s), or MLPerf's score (min); each links to its "
+                 "section, and each system to its description.</p>")
     charts = []
     for n in names:
         scored = []
@@ -267,7 +269,7 @@ def _overview(data: ReportData, ids: list[str], systems: list[SystemEntry]) -> s
         shown = scored[:OVERVIEW_BARS]
         more = f" The {len(shown)} best of {len(scored)} systems; the table lists all." if len(scored) > len(shown) \
             else ""
-        svg = plots.score_chart(f"overview-{Anchors().new(n)}-", [s[:4] for s in shown], shown[0][4])
+        svg = plots.score_chart(f"o{len(charts) + 1}-", [s[:4] for s in shown], shown[0][4])
         charts.append(_figure(svg, "overview-score", f"{n}: score per system, whiskers its 95 % confidence "
                               f"interval; lower is better.{more}"))
     parts.append('<div class="charts">' + "".join(charts) + "</div>")
@@ -325,7 +327,7 @@ def render_html(data: ReportData, sweeps: list[dict] | None = None) -> str:
             f"</strong> <code>{escape(rep['path'])}</code> ({escape(rep['level'])}), checked with trainmark "
             f"{escape(__version__)}: {escape(counts)}.{escape(why)}</p></header>",
             _contents(data, ids, systems, extra), _overview(data, ids, systems)]
-    body += [_benchmark(data, v, bid, by_benchmark[bid]) for v, bid in zip(data.benchmarks, ids)]
+    body += [_benchmark(data, v, bid, by_benchmark[bid], i) for i, (v, bid) in enumerate(zip(data.benchmarks, ids), 1)]
     body += [_system_section(data, s) for s in systems]
     if sweeps:
         body.append(_sweeps(sweeps))

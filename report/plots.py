@@ -48,6 +48,11 @@ def _trial_name(trial) -> str:
                                     "" if s.get("converged") else " (missed target)")
 
 
+def _trusted(trials, values: list[float]) -> list[float]:
+    """A failed trial's figures are not drawn (0: its label says why): one edited time would set the scale."""
+    return [0.0 if t.failed else v for t, v in zip(trials, values)]
+
+
 def time_bars(view, prefix: str) -> str | None:
     """Per trial: training time and evaluation time, stacked (the windows shown apart)."""
     trials = [t for t in view.trials if t.summary.get("train_time_s") is not None]
@@ -55,8 +60,8 @@ def time_bars(view, prefix: str) -> str | None:
     if not rows:
         return None
     return bar_chart(prefix, [_trial_name(t) for t in trials],
-                     [("training", "time-training", [r["train_time_s"] for r in rows]),
-                      ("evaluation", "time-evaluation", [r.get("eval_time_s") or 0.0 for r in rows])],
+                     [("training", "time-training", _trusted(trials, [r["train_time_s"] for r in rows])),
+                      ("evaluation", "time-evaluation", _trusted(trials, [r.get("eval_time_s") or 0.0 for r in rows]))],
                      "time (s)", "training and evaluation time per trial")
 
 
@@ -68,8 +73,9 @@ def energy_bars(view, prefix: str) -> str | None:
     if not rows:
         return None
     return bar_chart(prefix, [_trial_name(t) for t in trials],
-                     [("training", "energy-training", [r["train_energy_j"] for r in rows]),
-                      ("evaluation", "energy-evaluation", [r["total_energy_j"] - r["train_energy_j"] for r in rows])],
+                     [("training", "energy-training", _trusted(trials, [r["train_energy_j"] for r in rows])),
+                      ("evaluation", "energy-evaluation",
+                       _trusted(trials, [r["total_energy_j"] - r["train_energy_j"] for r in rows]))],
                      "energy (J)", "training and evaluation energy per trial")
 
 

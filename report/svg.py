@@ -149,7 +149,8 @@ def bar_chart(prefix: str, labels: list[str], stacks: list[tuple[str, str, list[
               *, width: float = 1000, row: float = 24, links: list[str] | None = None,
               intervals: list[tuple[float, float] | None] | None = None) -> str:
     """Horizontal bars, one row per label; ``stacks`` (name, gid, values) stack left to right; an
-    interval (low, high) per row is drawn as a whisker over the bars; ``links`` make row labels anchors."""
+    interval (low, high) per row is drawn as a whisker over the bars; ``links`` make row labels anchors.
+    A negative or non-finite value is drawn as 0 (its tooltip keeps the value)."""
     label_w = min(320.0, 12 + CHAR_W * max((len(t) for t in labels), default=1))
     left, right = label_w, width - 24
     entries = [(name, COLORS[i % len(COLORS)], "box") for i, (name, _, _) in enumerate(stacks)] if len(stacks) > 1 \
@@ -157,7 +158,7 @@ def bar_chart(prefix: str, labels: list[str], stacks: list[tuple[str, str, list[
     legend, legend_h = _legend(prefix, entries, left, right - left)
     top = legend_h + (8 if legend else 10)
     bottom = top + row * len(labels)
-    totals = [sum(vals[i] for _, _, vals in stacks) for i in range(len(labels))]
+    totals = [sum(v for _, _, vals in stacks if math.isfinite(v := vals[i]) and v > 0) for i in range(len(labels))]
     highs = totals + [iv[1] for iv in intervals or [] if iv is not None]
     xt = ticks(0.0, max(highs, default=1.0) or 1.0)
     x = _Scale(0.0, xt[-1], left, right)
@@ -175,11 +176,11 @@ def bar_chart(prefix: str, labels: list[str], stacks: list[tuple[str, str, list[
         out.append(f'<a href="#{escape(links[i])}">{tag}</a>' if links and links[i] else tag)
         start = 0.0
         for k, (name, gid, vals) in enumerate(stacks):
-            v = vals[i]
+            v = vals[i] if math.isfinite(vals[i]) and vals[i] > 0 else 0.0
             out.append(f'<rect id="{prefix}data-{gid}-{i + 1}" x="{_f(x(start))}" y="{_f(y(i) + 4)}" '
                        f'width="{_f(max(x(start + v) - x(start), 1.0))}" height="{_f(row - 8)}" '
                        f'fill="{COLORS[k % len(COLORS)]}"><title>{escape(text)}: {escape(name)} '
-                       f'{escape(num(v))}</title></rect>')
+                       f'{escape(num(vals[i]))}</title></rect>')
             start += v
         iv = intervals[i] if intervals else None
         if iv is not None:

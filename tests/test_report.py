@@ -131,7 +131,9 @@ def test_a_tampered_trial_fails_its_benchmark_and_no_score_is_shown(tmp_path):
     assert [(cls, trial, status.split(":")[0]) for cls, trial, status in rows] == \
         [("", "1", "success"), ("", "2", "success"), ("failed", "3", "failed"), ("", "4", "success"),
          ("", "5", "success")]
-    assert "trial 3 (failed: MLLOG-005" in html  # the time bars label it too
+    assert "trial 3 (failed: MLLOG-005" in html  # the time bars label it too, and do not draw its edited times:
+    bars = re.search(r'<svg[^>]*id="b1-bars-svg".*?</svg>', html).group(0)   # the scale is the other trials'
+    assert max(float(t) for t in re.findall(r'class="xt"[^>]*>([-\d.]+)<', bars)) <= 250
     md = render_markdown(data)
     assert f"{checker_score:.1f}" not in md and "| none (7 errors in this benchmark (trial 3: MLLOG-005" in md
 
