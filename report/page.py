@@ -250,9 +250,9 @@ def _overview(data: ReportData, ids: list[str], systems: list[SystemEntry]) -> s
             tds.append(f'<td><a class="{css}" href="#{bid}">{escape(text)}</a></td>')
         rows.append(f'<tr><th scope="row"><a href="#{entry.anchor}">{escape(entry.name)}</a></th>{"".join(tds)}</tr>')
     parts.append(f'<div class="scroll"><table class="matrix"><thead><tr><th scope="col">system</th>{head}</tr></thead>'
-                 f'<tbody>{"".join(rows)}</tbody></table></div><p class="note">Score per system and benchmark: the olympic '
-                 "mean of the training times without evaluation (s), or MLPerf's score (min); each links to its "
-                 "section, and each system to its description.</p>")
+                 f'<tbody>{"".join(rows)}</tbody></table></div><p class="note">Score per system and benchmark: '
+                 "the olympic mean of the training times without evaluation (s), or MLPerf's score (min); "
+                 "each links to its section, and each system to its description.</p>")
     charts = []
     for n in names:
         scored = []
