@@ -46,47 +46,53 @@ def register(sub) -> None:
                                      "folders: the projection checked against every same-system pair in them")
     p.add_argument("rounds", nargs="*", type=Path, metavar="ROUND_DIR",
                    help="with 'validate': MLPerf Training result folders (training_results_vX.Y, or one submitter)")
-    add_json(p)
-    p.add_argument("--scaling", choices=["best", "weak", "strong"], default="best",
-                   help="projection and validation: weak (each accelerator keeps its batch; the global batch grows, "
-                        "capped to what converges), strong (the global batch stays), or best (of the covered batches "
-                        "between the two, the one fastest to train) (default: %(default)s)")
-    p.add_argument("--fixed-step-fraction", type=float,
-                   help="part of the measured compute per step that does not shrink with the local batch (0..1; "
-                        f"default: 0 for a projection, {VALIDATE_FIXED_FRACTION} for validate)")
-    p.add_argument("--rcp", metavar="MLPERF_BENCHMARK",
-                   help="take the convergence points from MLPerf's reference points of this benchmark (e.g. resnet, "
-                        "bert), as mlperf-logging ships them (default: the rules' convergence.points)")
-    p.add_argument("--rcp-version", help="MLPerf training ruleset of --rcp (e.g. 4.0.0; default: the newest)")
-    p.add_argument("--train-samples", type=int,
-                   help="training samples per epoch, for time to train (default: from the rules' dataset)")
-    p.add_argument("--sweep", type=Path, metavar="SWEEP_JSON",
-                   help="projection: compute per step over the local batch from a 'trainmark sweep' report of one "
-                        "device (its shape, scaled to the one-rank point), instead of linear in the batch")
-    p.add_argument("--max-spread", type=float, default=0.25,
-                   help="a point whose step time varies more than this fraction is suspect (default: %(default)s)")
-    p.add_argument("--nproc", default="1,2,4",
-                   help="processes per node, one torchrun launch each (default: %(default)s)")
-    p.add_argument("--nnodes", type=int, default=1, help="nodes; run the same command on each (default: 1)")
-    p.add_argument("--node-rank", type=int, default=0, help="this node's rank when --nnodes > 1")
-    p.add_argument("--rdzv-endpoint", help="HOST:PORT of node 0 (c10d rendezvous) when --nnodes > 1")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (each rank takes the GPU of its local rank)")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "amp"], help="fp32 (default) or amp")
-    p.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
-                   help="synthetic: one resident batch (no input pipeline, no network); real: the dataset")
-    p.add_argument("--data-dir", type=Path, help="dataset folder for --data real (default: the rules' location)")
-    p.add_argument("--batch-size", type=int, help="global batch size (default: the rules')")
-    p.add_argument("--steps", type=int, default=5, help="steps per timed block (default: %(default)s)")
-    p.add_argument("--warmup-steps", type=int, default=2, help="untimed steps before measuring (default: %(default)s)")
-    p.add_argument("--repeats", type=int, default=3, help="timed blocks per kind; medians count (default: %(default)s)")
-    p.add_argument("--min-gain", type=float, default=0.05,
-                   help="saturation: the next world size adds less than this fraction (default: %(default)s)")
-    _projection_arguments(p)
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
-    p.add_argument("--out", type=Path, default=Path("scale"), help="output folder (default: %(default)s)")
-    p.add_argument("--no-plots", action="store_true", help="write JSON and CSV only, no scale.png")
-    add_rules_version(p, LATEST_VERSION)
-    add_rules_dir(p)
+    model = p.add_argument_group("projection and validate")
+    add_json(model)
+    model.add_argument("--scaling", choices=["best", "weak", "strong"], default="best",
+                       help="projection and validation: weak (each accelerator keeps its batch; the global batch "
+                            "grows, capped to what converges), strong (the global batch stays), or best (of the "
+                            "covered batches between the two, the one fastest to train) (default: %(default)s)")
+    model.add_argument("--fixed-step-fraction", type=float,
+                       help="part of the measured compute per step that does not shrink with the local batch (0..1; "
+                            f"default: 0 for a projection, {VALIDATE_FIXED_FRACTION} for validate)")
+    model.add_argument("--rcp", metavar="MLPERF_BENCHMARK",
+                       help="take the convergence points from MLPerf's reference points of this benchmark (e.g. "
+                            "resnet, bert), as mlperf-logging ships them (default: the rules' convergence.points)")
+    model.add_argument("--rcp-version", help="MLPerf training ruleset of --rcp (e.g. 4.0.0; default: the newest)")
+    model.add_argument("--train-samples", type=int,
+                       help="training samples per epoch, for time to train (default: from the rules' dataset)")
+    model.add_argument("--sweep", type=Path, metavar="SWEEP_JSON",
+                       help="projection: compute per step over the local batch from a 'trainmark sweep' report of one "
+                            "device (its shape, scaled to the one-rank point), instead of linear in the batch")
+    model.add_argument("--max-spread", type=float, default=0.25,
+                       help="a point whose step time varies more than this fraction is suspect (default: %(default)s)")
+    launch = p.add_argument_group("measurement (torchrun launches)")
+    launch.add_argument("--nproc", default="1,2,4",
+                        help="processes per node, one torchrun launch each (default: %(default)s)")
+    launch.add_argument("--nnodes", type=int, default=1, help="nodes; run the same command on each (default: 1)")
+    launch.add_argument("--node-rank", type=int, default=0, help="this node's rank when --nnodes > 1")
+    launch.add_argument("--rdzv-endpoint", help="HOST:PORT of node 0 (c10d rendezvous) when --nnodes > 1")
+    launch.add_argument("--device", default="cpu", help="cpu or cuda (each rank takes the GPU of its local rank)")
+    launch.add_argument("--precision", default="fp32", choices=["fp32", "amp"], help="fp32 (default) or amp")
+    launch.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
+                        help="synthetic: one resident batch (no input pipeline, no network); real: the dataset")
+    launch.add_argument("--data-dir", type=Path, help="dataset folder for --data real (default: the rules' location)")
+    launch.add_argument("--batch-size", type=int, help="global batch size (default: the rules')")
+    launch.add_argument("--steps", type=int, default=5, help="steps per timed block (default: %(default)s)")
+    launch.add_argument("--warmup-steps", type=int, default=2,
+                        help="untimed steps before measuring (default: %(default)s)")
+    launch.add_argument("--repeats", type=int, default=3,
+                        help="timed blocks per kind; medians count (default: %(default)s)")
+    launch.add_argument("--min-gain", type=float, default=0.05,
+                        help="saturation: the next world size adds less than this fraction (default: %(default)s)")
+    _projection_arguments(p.add_argument_group("projection model"))
+    launch.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
+    output = p.add_argument_group("output")
+    output.add_argument("--out", type=Path, default=Path("scale"), help="output folder (default: %(default)s)")
+    output.add_argument("--no-plots", action="store_true", help="write JSON and CSV only, no scale.png")
+    rules = p.add_argument_group("rules")
+    add_rules_version(rules, LATEST_VERSION)
+    add_rules_dir(rules)
     p.set_defaults(func=cmd_scale)
 
 
