@@ -32,30 +32,37 @@ def register(sub) -> None:
     p = command(sub, "sweep", help="throughput, TFLOPS, energy and memory over batch sizes and precisions",
                 description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("benchmark", help="benchmark name ('trainmark list')")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
-    p.add_argument("--batch-sizes", help="comma-separated (default: 1/4, 1/2, 1 and 2 x the rules' batch size)")
-    p.add_argument("--precisions", help="fp32 and/or amp (default: fp32,amp; under tensorflow: fp32)")
-    p.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
-                   help="synthetic: one device-resident batch (no input pipeline); real: the dataset")
-    p.add_argument("--data-dir", type=Path, help="dataset folder for --data real")
-    p.add_argument("--framework", choices=list(BACKENDS), default="pytorch",
-                   help="the framework whose training step is timed (default: %(default)s; tensorflow: "
-                        "fp32 on CPU, docs/frameworks.md)")
-    p.add_argument("--steps", type=int, default=10, help="timed steps per point (default: %(default)s)")
-    p.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default: %(default)s)")
-    p.add_argument("--min-seconds", type=float, help="time each point at least this long "
-                                                      "(default: 2 on CUDA for the energy counter, 0 on CPU)")
-    p.add_argument("--oom-search", action="store_true", help="find the largest batch size that fits (CUDA)")
-    p.add_argument("--max-batch", type=int, default=1 << 16, help="upper bound of the search (default: %(default)s)")
-    p.add_argument("--memory-limit-gb", type=float, help="CUDA: cap the allocator (e.g. to emulate a smaller GPU)")
-    p.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
-                   help="a 'trainmark ops --json' report: utilization against its measured ceilings too")
-    p.add_argument("--energy-estimate-watts", type=float,
-                   help="when no energy counter exists, report W x time, labelled 'estimated'")
-    p.add_argument("--out", type=Path, default=Path("sweep"), help="output folder (default: %(default)s)")
-    p.add_argument("--no-plots", action="store_true", help="write the CSV and JSON but no PNG plots")
-    add_rules_version(p, LATEST_VERSION)
-    add_rules_dir(p)
+    what = p.add_argument_group("what is timed")
+    what.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
+    what.add_argument("--batch-sizes", help="comma-separated (default: 1/4, 1/2, 1 and 2 x the rules' batch size)")
+    what.add_argument("--precisions", help="fp32 and/or amp (default: fp32,amp; under tensorflow: fp32)")
+    what.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
+                      help="synthetic: one device-resident batch (no input pipeline); real: the dataset")
+    what.add_argument("--data-dir", type=Path, help="dataset folder for --data real")
+    what.add_argument("--framework", choices=list(BACKENDS), default="pytorch",
+                      help="the framework whose training step is timed (default: %(default)s; tensorflow: "
+                           "fp32 on CPU, docs/frameworks.md)")
+    timing = p.add_argument_group("timing")
+    timing.add_argument("--steps", type=int, default=10, help="timed steps per point (default: %(default)s)")
+    timing.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default: %(default)s)")
+    timing.add_argument("--min-seconds", type=float, help="time each point at least this long "
+                                                          "(default: 2 on CUDA for the energy counter, 0 on CPU)")
+    memory = p.add_argument_group("memory")
+    memory.add_argument("--oom-search", action="store_true", help="find the largest batch size that fits (CUDA)")
+    memory.add_argument("--max-batch", type=int, default=1 << 16,
+                        help="upper bound of the search (default: %(default)s)")
+    memory.add_argument("--memory-limit-gb", type=float, help="CUDA: cap the allocator (e.g. to emulate a smaller GPU)")
+    measure = p.add_argument_group("measurement")
+    measure.add_argument("--ceilings", type=Path, metavar="OPS_JSON",
+                         help="a 'trainmark ops --json' report: utilization against its measured ceilings too")
+    measure.add_argument("--energy-estimate-watts", type=float,
+                         help="when no energy counter exists, report W x time, labelled 'estimated'")
+    output = p.add_argument_group("output")
+    output.add_argument("--out", type=Path, default=Path("sweep"), help="output folder (default: %(default)s)")
+    output.add_argument("--no-plots", action="store_true", help="write the CSV and JSON but no PNG plots")
+    rules = p.add_argument_group("rules")
+    add_rules_version(rules, LATEST_VERSION)
+    add_rules_dir(rules)
     p.set_defaults(func=cmd_sweep)
 
 
