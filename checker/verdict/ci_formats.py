@@ -60,7 +60,7 @@ def to_sarif(report: Report) -> str:
     rules = [{"id": r, "shortDescription": {"text": RULES[r].title}, "help": {"text": RULES[r].fix},
               "defaultConfiguration": {"level": _SARIF_LEVEL.get(RULES[r].severity, "note")}} for r in used]
     results, artifacts, base = [], [], _file_uri(report.path)
-    archive = is_archive_name(Path(report.path))
+    archive = is_archive_name(Path(report.path)) and not Path(report.path).is_dir()  # a folder may end in .tar
     if archive:  # the archive is artifact 0, in its folder; each file an artifact nested in it
         base = _file_uri(str(Path(report.path).parent))
         artifacts.append({"location": {"uri": urllib.parse.quote(Path(report.path).name, errors="surrogateescape"),
