@@ -73,6 +73,14 @@ def test_no_restructuredtext_backticks_anywhere_in_help():
     assert marked == []
 
 
+def test_every_help_renders_with_its_examples_last():
+    for name, p in parsers():
+        text = p.format_help()
+        assert "`" not in text, name
+        if name != "trainmark":
+            assert text.rstrip().splitlines()[-1].lstrip().startswith(("trainmark ", "--config")), name
+
+
 def test_every_command_takes_q_and_quiet():
     for name, p in leaves():
         (quiet,) = [a for a in p._actions if "--quiet" in a.option_strings]
