@@ -164,6 +164,8 @@ STDOUT_CASES = {
     "report -o -": (["report", "{tree}", "--format", "md", "-o", "-", *RULES], "tiny-test"),
     "table -o -": (["table", "{tree}", "-o", "-", *RULES], "tiny-test"),
     "compare --json -": (["compare", "{tree}", "{tree}", "--json", "-", *RULES], '"trainmark-compare/1"'),
+    "ops --json - -q": (["ops", "--quick", "--op", "matmul", "--pass", "fwd", "--dtype", "fp32", "--shapes", "square",
+                         "--repeats", "2", "--json", "-", "-q"], '"results"'),
 }
 
 
@@ -175,6 +177,8 @@ def test_dash_is_standard_output_and_never_a_file(case, tree, tmp_path, monkeypa
     out = capsys.readouterr().out
     assert code == 0 and expected in out, case
     assert list(tmp_path.iterdir()) == [], case  # no file named '-' (nor any other)
+    if "--json" in args:
+        json.loads(out)  # standard output is the JSON alone
 
 
 def test_quiet_json_dash_still_prints_the_json(tree, capsys):
