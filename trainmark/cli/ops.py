@@ -43,7 +43,7 @@ def register(sub) -> None:
                    help="the framework whose matmul, conv2d and memory kernels are timed (default: %(default)s)")
     p.add_argument("--nproc", type=int, default=2,
                    help="--op allreduce: ranks on this node, launched with torchrun (default: %(default)s)")
-    add_json(p, dest="json_path")
+    add_json(p.add_argument_group("output"), dest="json_path")
     p.set_defaults(func=cmd_ops)
 
 
