@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
 
 QUIET_HELP = ("only errors, the output asked for and the final line (verdict or file written): "
               "no progress or other messages")
@@ -62,16 +61,16 @@ def add_quiet(parser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
 
 
-def add_json(parser, what: str = "JSON", dest: str = "json") -> None:
+def add_json(parser, dest: str = "json") -> None:
     """``--json [FILE]``: the same kind of flag in every command ('-' or no FILE: standard output)."""
     parser.add_argument("--json", nargs="?", const=STDOUT, metavar="FILE", dest=dest, help=JSON_HELP)
 
 
-def add_output(parser, default_help: str = OUTPUT_HELP) -> None:
+def add_output(parser) -> None:
     """``-o/--output FILE``, '-' standard output."""
     from pathlib import Path
 
-    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help=default_help)
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help=OUTPUT_HELP)
 
 
 def add_rules_version(parser, latest: str) -> None:
@@ -83,7 +82,3 @@ def add_rules_dir(parser) -> None:
     from pathlib import Path
 
     parser.add_argument("--rules-dir", type=Path, metavar="DIR", help=RULES_DIR_HELP)
-
-
-def warn(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
