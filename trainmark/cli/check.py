@@ -104,15 +104,10 @@ def _quiet_text(report) -> str:
     """-q's text: each error on one line, then the verdict line (warnings and notes only counted)."""
     from trainmark.checker.verdict.codes import ERROR
     from trainmark.checker.verdict.findings import printable
+    from trainmark.checker.verdict.render import verdict_line
 
     lines = [f"ERROR {f.rule} {printable((f.file or '.') + (f':{f.line}' if f.line else ''))}: "
              f"{printable(f.message)}" for f in report.findings if f.severity == ERROR]
-    try:  # the text report's own verdict line, where the renderer has one
-        from trainmark.checker.verdict.render import verdict_line
-    except ImportError:
-        counts = report.to_dict()["counts"]
-        verdict_line = lambda r: (f"{'PASS' if r.exit_code == 0 else 'FAIL'}: {counts['error']} error(s), "  # noqa
-                                  f"{counts['warning']} warning(s), {counts['info']} note(s)")
     lines.append(verdict_line(report))
     return "\n".join(lines) + "\n"
 
