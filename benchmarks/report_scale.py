@@ -11,7 +11,7 @@ and ``render_html`` is timed.
 same check, side by side: the same folder, the same machine, the same minute. Prints the CPU model
 (/proc/cpuinfo) and the date, which every figure quoted from this script must carry.
 
-Usage: python benchmarks/report_scale.py [--trials 5000] [--before COMMIT] [--keep DIR]
+Usage: python benchmarks/report_scale.py [--trials 5000] [--before COMMIT] [--keep DIR | --folder DIR]
 """
 from __future__ import annotations
 
@@ -125,14 +125,16 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=5000)
     parser.add_argument("--before", metavar="COMMIT", help="also time this commit's report/ on the same check")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write the folder here and keep it")
+    parser.add_argument("--folder", type=Path, metavar="DIR", help="a folder --keep wrote: measure it again")
     args = parser.parse_args()
     print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_model()}, "
           f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
-        root = args.keep or Path(tmp) / "sub"
-        start = time.perf_counter()
-        written = write_folder(root, args.trials)
-        print(f"wrote {written} trials in {time.perf_counter() - start:.0f} s")
+        root = args.folder or args.keep or Path(tmp) / "sub"
+        if not args.folder:
+            start = time.perf_counter()
+            written = write_folder(root, args.trials)
+            print(f"wrote {written} trials in {time.perf_counter() - start:.0f} s")
         report_json = Path(tmp) / "check.json"
         print(f"checked in {check(root, report_json):.0f} s")
         versions = [("this tree", None)]

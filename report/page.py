@@ -43,14 +43,14 @@ th{background:#f3f3f3} caption{text-align:left;font-size:.8rem;color:#555;captio
 nav#contents{display:grid;grid-template-columns:11rem 1fr 15rem;gap:.5rem 1.5rem;font-size:.85rem;
  border:1px solid #ddd;padding:.3rem .8rem;background:#fafafa}
 nav#contents h2{grid-column:1/-1;margin:.2rem 0;font-size:1rem} nav ol{margin:0;padding-left:1.1rem}
-nav ol.many{columns:2} nav ol{max-height:15rem;overflow:auto}
+nav ol.many{columns:2} nav ol{max-height:15rem;overflow-y:auto} nav ol.long{padding-left:2.8rem}
 .scroll{max-height:30rem;overflow:auto;display:inline-block;max-width:100%} nav h3{margin:.1rem 0;font-size:.85rem}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(22rem,1fr));gap:.3rem 1rem}
 figure{margin:.3rem 0} figcaption{font-size:.8rem;color:#444}
 svg.chart{width:100%;height:auto;display:block} figure.wide{max-width:100%}
 svg.chart text{font:12px system-ui,sans-serif;fill:#222} svg.chart .yt{text-anchor:end}
 svg.chart .xt,svg.chart .xl{text-anchor:middle} svg.chart .yl{text-anchor:middle}
-svg.chart .frame{fill:none;stroke:#999} svg.chart .grid{stroke:#000;stroke-opacity:.08}
+svg.chart .frame{fill:none;stroke:#999} svg.chart .grid{fill:none;stroke:#000;stroke-opacity:.08}
 svg.chart .band{fill:#999;fill-opacity:.3} svg.chart .target{stroke:#000;stroke-dasharray:6 4}
 svg.chart .ci{stroke:#222;stroke-width:1.5;fill:none} svg.chart a text{fill:#0645ad}
 details.section{border-top:1px solid #ddd;padding:.15rem 0} details.section>summary{cursor:pointer;padding:.25rem 0}
@@ -286,8 +286,14 @@ def _contents(data: ReportData, ids: list[str], systems: list[SystemEntry], extr
     first = '<li><a href="#overview">Overview</a></li>' + "".join(f'<li><a href="#{a}">{escape(t)}</a></li>'
                                                                   for a, t in extra)
     return (f'<nav id="contents" aria-label="Contents"><h2>Contents</h2><div><ol>{first}</ol></div>'
-            f'<div><h3>Benchmarks ({len(ids)})</h3><ol class="{"many" if len(ids) > 6 else ""}">{bench}</ol></div>'
-            f'<div><h3>Systems ({len(systems)})</h3><ol>{sys_items}</ol></div></nav>')
+            f'<div><h3>Benchmarks ({len(ids)})</h3><ol class="{_list_class(len(ids))}">{bench}</ol></div>'
+            f'<div><h3>Systems ({len(systems)})</h3><ol class="{_list_class(len(systems), 0)}">{sys_items}</ol></div>'
+            "</nav>")
+
+
+def _list_class(items: int, columns_up_to: int = 24) -> str:
+    """Two columns for a dozen or two; a scrolling list, numbers of four digits room, for many."""
+    return "long" if items > 99 else "many" if 6 < items <= columns_up_to else ""
 
 
 def _sweeps(sweeps: list[dict]) -> str:

@@ -87,16 +87,13 @@ def _svg(prefix: str, width: float, height: float, label: str, body: str) -> str
 
 
 def _axes(x: _Scale, y: _Scale, xt: list[float], yt: list[float], top: float, bottom: float, left: float,
-          right: float, xlabel: str, ylabel: str, xtick_text=num) -> str:
-    out = [f'<rect class="frame" x="{_f(left)}" y="{_f(top)}" width="{_f(right - left)}" height="{_f(bottom - top)}"/>']
-    for v in yt:
-        py = y(v)
-        out.append(f'<line class="grid" x1="{_f(left)}" x2="{_f(right)}" y1="{_f(py)}" y2="{_f(py)}"/>'
-                   f'<text class="yt" x="{_f(left - 6)}" y="{_f(py + 4)}">{escape(num(v))}</text>')
-    for v in xt:
-        px = x(v)
-        out.append(f'<line class="grid" y1="{_f(top)}" y2="{_f(bottom)}" x1="{_f(px)}" x2="{_f(px)}"/>'
-                   f'<text class="xt" x="{_f(px)}" y="{_f(bottom + 16)}">{escape(xtick_text(v))}</text>')
+          right: float, xlabel: str, ylabel: str) -> str:
+    grid = "".join(f"M{_f(left)} {_f(y(v))}H{_f(right)}" for v in yt) + \
+        "".join(f"M{_f(x(v))} {_f(top)}V{_f(bottom)}" for v in xt)
+    out = [f'<rect class="frame" x="{_f(left)}" y="{_f(top)}" width="{_f(right - left)}" height="{_f(bottom - top)}"/>'
+           f'<path class="grid" d="{grid}"/>']
+    out += [f'<text class="yt" x="{_f(left - 6)}" y="{_f(y(v) + 4)}">{escape(num(v))}</text>' for v in yt]
+    out += [f'<text class="xt" x="{_f(x(v))}" y="{_f(bottom + 16)}">{escape(num(v))}</text>' for v in xt]
     out.append(f'<text class="xl" x="{_f((left + right) / 2)}" y="{_f(bottom + 36)}">{escape(xlabel)}</text>')
     if ylabel:
         out.append(f'<text class="yl" transform="translate(14 {_f((top + bottom) / 2)}) rotate(-90)">'
@@ -163,11 +160,10 @@ def bar_chart(prefix: str, labels: list[str], stacks: list[tuple[str, str, list[
     xt = ticks(0.0, max(highs, default=1.0) or 1.0)
     x = _Scale(0.0, xt[-1], left, right)
     y = _Scale(0.0, 1.0, top, top + row)    # row i spans y(i) .. y(i + 1)
+    grid = "".join(f"M{_f(x(v))} {_f(top)}V{_f(bottom)}" for v in xt)
     out = [f'<rect class="frame" x="{_f(left)}" y="{_f(top)}" width="{_f(right - left)}" '
-           f'height="{_f(bottom - top)}"/>']
-    for v in xt:
-        out.append(f'<line class="grid" y1="{_f(top)}" y2="{_f(bottom)}" x1="{_f(x(v))}" x2="{_f(x(v))}"/>'
-                   f'<text class="xt" x="{_f(x(v))}" y="{_f(bottom + 16)}">{escape(num(v))}</text>')
+           f'height="{_f(bottom - top)}"/><path class="grid" d="{grid}"/>']
+    out += [f'<text class="xt" x="{_f(x(v))}" y="{_f(bottom + 16)}">{escape(num(v))}</text>' for v in xt]
     out.append(f'<text class="xl" x="{_f((left + right) / 2)}" y="{_f(bottom + 36)}">{escape(xlabel)}</text>')
     for i, text in enumerate(labels):
         mid = y(i + 0.5) + 4
