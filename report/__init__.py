@@ -6,4 +6,7 @@ the only extra reading is each trial's per-epoch curve, taken from the MLLOG eve
 hardened reader (trainmark.format.mllog_read) out of files the command layer reads the checker's
 way, so a submitted folder is treated exactly as hostile as the checker treats it. report/ never
 imports the checker or the harness.
+
+collect gathers, summary makes the rows every format shares, page lays out the HTML (overview
+first, folded sections), plots and svg draw its charts as SVG text, markdown writes the CI comment.
 """
