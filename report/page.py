@@ -270,8 +270,9 @@ def _overview(data: ReportData, ids: list[str], systems: list[SystemEntry]) -> s
         more = f" The {len(shown)} best of {len(scored)} systems; the table lists all." if len(scored) > len(shown) \
             else ""
         svg = plots.score_chart(f"o{len(charts) + 1}-", [s[:4] for s in shown], shown[0][4])
-        charts.append(_figure(svg, "overview-score", f"{n}: score per system, whiskers its 95 % confidence "
-                              f"interval; lower is better.{more}"))
+        whiskers = "whiskers its 95 % confidence interval" if any(s[2] for s in shown) else \
+            "no confidence interval (an MLPerf score, or a single trial)"
+        charts.append(_figure(svg, "overview-score", f"{n}: score per system, {whiskers}; lower is better.{more}"))
     parts.append('<div class="charts">' + "".join(charts) + "</div>")
     if rep["notes"]:
         parts.append('<h3 id="notes">Notes</h3><ul>' + "".join(f"<li>{escape(n)}</li>" for n in rep["notes"]) + "</ul>")

@@ -148,7 +148,7 @@ def bar_chart(prefix: str, labels: list[str], stacks: list[tuple[str, str, list[
     """Horizontal bars, one row per label; ``stacks`` (name, gid, values) stack left to right; an
     interval (low, high) per row is drawn as a whisker over the bars; ``links`` make row labels anchors.
     A negative or non-finite value is drawn as 0 (its tooltip keeps the value)."""
-    label_w = min(320.0, 12 + CHAR_W * max((len(t) for t in labels), default=1))
+    label_w = min(320.0, 16 + 1.1 * CHAR_W * max((len(t) for t in labels), default=1))   # capitals are wider
     left, right = label_w, width - 24
     entries = [(name, COLORS[i % len(COLORS)], "box") for i, (name, _, _) in enumerate(stacks)] if len(stacks) > 1 \
         else []

@@ -58,6 +58,16 @@ return {links: links.length, unresolved: links.filter(i => !document.getElementB
 """
 
 # Per figure with a legend: the data elements whose box on screen intersects the legend's box.
+# Per figure: the texts (labels, ticks) that stick out of the drawing, i.e. are cut off.
+CLIPPED_JS = """
+return Array.from(document.querySelectorAll('figure.plot svg')).flatMap(svg => {
+  const box = svg.getBoundingClientRect();
+  return Array.from(svg.querySelectorAll('text')).filter(t => { const b = t.getBoundingClientRect();
+    return b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 || b.bottom > box.bottom + 1; })
+    .map(t => svg.id + ': ' + t.textContent);
+});
+"""
+
 OVERLAP_JS = """
 const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
                       Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
@@ -116,7 +126,8 @@ def open_page(driver, html_path: Path) -> dict:
     return {"console": [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")],
             "requests": [u for u in requests if u != html_path.as_uri()],
             "figures": driver.execute_script(FIGURES_JS), "anchors": driver.execute_script(ANCHORS_JS),
-            "overlaps": driver.execute_script(OVERLAP_JS), "layout": layout}
+            "overlaps": driver.execute_script(OVERLAP_JS), "clipped": driver.execute_script(CLIPPED_JS),
+            "layout": layout}
 
 
 def assert_clean(page: dict) -> None:
@@ -130,6 +141,7 @@ def assert_clean(page: dict) -> None:
     assert page["anchors"]["twice"] == [], f"ids given twice: {page['anchors']['twice']}"
     for legend in page["overlaps"]:
         assert legend["covered"] == [], f"a legend covers data: {legend}"
+    assert page["clipped"] == [], f"texts cut off at a figure's edge: {page['clipped'][:5]}"
 
 
 def assert_first_screen(layout: dict) -> None:
@@ -214,9 +226,10 @@ def test_the_browser_checks_catch_a_request_and_an_empty_figure(browser, tmp_pat
 
 
 def test_the_browser_checks_catch_a_dead_link_and_a_legend_over_a_bar(browser, tmp_path):
-    """A link to no anchor, an id given twice and a legend drawn over trial 1's bar are each caught."""
-    bars = ('<svg width="400" height="100"><rect id="f-data-time-1" x="0" y="0" width="200" height="20"/>'
-            '<rect id="f-data-time-2" x="0" y="40" width="150" height="20"/>'
+    """A link to no anchor, an id given twice, a legend drawn over trial 1's bar and a label cut off at the
+    figure's edge are each caught."""
+    bars = ('<svg id="f-svg" width="400" height="100"><rect id="f-data-time-1" x="0" y="0" width="200" height="20"/>'
+            '<rect id="f-data-time-2" x="0" y="40" width="150" height="20"/><text x="-30" y="90">trial 1</text>'
             '<g id="f-legend" class="legend"><rect x="150" y="5" width="60" height="10"/></g></svg>')
     page_file = tmp_path / "bad.html"
     page_file.write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>bad</title></head><body>'
@@ -225,10 +238,14 @@ def test_the_browser_checks_catch_a_dead_link_and_a_legend_over_a_bar(browser, t
     page = open_page(browser, page_file)
     assert page["anchors"]["unresolved"] == ["nowhere"] and page["anchors"]["twice"] == ["twice"]
     assert [o["covered"] for o in page["overlaps"]] == [["f-data-time-1"]]
+    assert page["clipped"] == ["f-svg: trial 1"]
     with pytest.raises(AssertionError, match="links to no element"):
         assert_clean(page)
     page["anchors"] = {"links": 0, "unresolved": [], "twice": []}
     with pytest.raises(AssertionError, match="a legend covers data"):
+        assert_clean(page)
+    page["overlaps"] = []
+    with pytest.raises(AssertionError, match="texts cut off"):
         assert_clean(page)
 
 
