@@ -257,8 +257,9 @@ def gather(report: dict, files: FolderFiles, rules_root: Path | None = None
     for result in report["benchmarks"]:
         rel = lone_system_file(report, result)
         if rel and reader is not None:
-            data = reader(rel)
-            systems[rel] = _parse_system(data) if data is not None else {}
+            data = reader(rel)  # None: missing, or refused by the checker's rules (a link, a special file)
+            if data is not None:
+                systems[rel] = _parse_system(data)
     return views, systems
 
 

@@ -139,27 +139,29 @@ def test_a_tampered_trial_fails_its_benchmark_and_no_score_is_shown(tmp_path):
 
 
 def test_a_lone_benchmark_folder_names_itself_and_its_system_description(clean_submission):
+    """The command layer reads ../../../systems/<system>.json the checker's way (SafeTree on the ancestor)."""
     folder = clean_submission / BENCH
-    data = collect(folder, TINY)
-    html = render_html(data)
+    html = render_html(collect(folder, TINY))
     assert "Folder: ." not in html and "No readable system description" not in html
     assert f"<code>{escape(str(folder))}</code> (the checked folder itself: a lone benchmark folder)" in html
-    assert "its description (<code>../../../systems/sys1.json</code> in the layout) lies outside it" in html
-
-    class WithOutside:   # a command layer that reads ../../systems/<system>.json the checker's way
-        def log_file(self, rel):
-            return (folder / rel).read_bytes()
-
-        def json_file(self, rel):
-            return None
-
-        def outside_json_file(self, rel):
-            assert rel == "../../../systems/sys1.json"
-            return (folder / rel).read_bytes()
-
-    views, systems = gather(data.report, WithOutside())
-    html = render_html(ReportData(data.report, views, systems))
     assert html.count("synthetic CPU") == 1 and "Description: <code>../../../systems/sys1.json</code>" in html
+
+
+def test_a_lone_benchmark_folders_description_is_refused_through_a_link(clean_submission, tmp_path):
+    """Above the checked folder the checker's rules hold too: a system description that is a symbolic link
+    (to a file anywhere) is not read."""
+    import shutil
+
+    root = tmp_path / "sub"
+    shutil.copytree(clean_submission, root)
+    system = root / BENCH.split("/results/")[0] / "systems" / "sys1.json"
+    secret = tmp_path / "secret.json"
+    secret.write_text(system.read_text().replace("synthetic CPU", "SECRET CPU"))
+    system.unlink()
+    system.symlink_to(secret)
+    html = render_html(collect(root / BENCH, TINY))
+    assert "SECRET CPU" not in html and "synthetic CPU" not in html
+    assert "its description (<code>../../../systems/sys1.json</code> in the layout) lies outside it" in html
 
 
 def test_a_lone_folder_outside_the_layout_says_none_was_given(clean_submission, tmp_path):

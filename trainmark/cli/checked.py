@@ -23,6 +23,7 @@ class CheckedFiles:
     """``FolderFiles`` of a checked folder: its files through the checker's ``SafeTree``, None when refused."""
 
     def __init__(self, root: Path):
+        self.root = root
         self.tree = SafeTree(root)
 
     def _read(self, rel: str, cap: int) -> bytes | None:
@@ -36,6 +37,20 @@ class CheckedFiles:
 
     def json_file(self, rel: str) -> bytes | None:
         return self._read(rel, JSON_CAP)
+
+    def outside_json_file(self, rel: str) -> bytes | None:
+        """A JSON file above the checked folder (``rel`` starts with '../'; the report asks for a lone
+        benchmark folder's ``../../../systems/<system>.json``), read through a ``SafeTree`` rooted at the
+        ancestor, so the rest of the path is held to the checker's rules."""
+        parts = rel.split("/")
+        up = next((i for i, p in enumerate(parts) if p != ".."), len(parts))
+        rest = "/".join(parts[up:])
+        if up == 0 or not rest or ".." in parts[up:] or up > len(self.root.resolve().parents):
+            return None
+        try:
+            return SafeTree(self.root.resolve().parents[up - 1]).read_bytes(rest, JSON_CAP)
+        except (Missing, UnsafeEntry, OSError):
+            return None
 
 
 def _gather(report: Report, options: CheckOptions) -> tuple[list[BenchmarkView], dict[str, dict]]:
