@@ -62,6 +62,24 @@ def test_untouched_fixture_passes_every_package_check_with_computed_factors():
     assert score_of(report, "resnet")["score_minutes"] == pytest.approx(RESNET_MINUTES, rel=1e-12)
 
 
+@needs_fixture
+@pytest.mark.parametrize("second, fails", [("lars", False), ("sgd", True)])
+def test_a_key_logged_twice_with_one_value_is_mlperfs_warning_not_a_failure(sub, second, fails):
+    """MLPerf's package checker runs its compliance engine without --werror: an EXACTLY_ONE key logged twice
+    with the same value is a warning (v3.1 Intel-HabanaLabs stable_diffusion logs its opt_* keys twice); two
+    values fail the run."""
+    folder = sub / "results" / SYSTEM / "resnet"
+    for result in folder.glob("result_*.txt"):
+        edit(result, lambda t: "".join(line + (line.replace('"value": "lars"', f'"value": "{second}"')
+                                                .replace('"lineno": ', '"lineno": 1')   # not a duplicate line
+                                                if '"key": "opt_name"' in line else "")
+                                       for line in t.splitlines(keepends=True)))
+    report = check(sub)
+    assert any(f.rule == "MLPERF-001" and "/resnet/" in f.file for f in report.findings) is fails
+    if not fails:
+        assert score_of(report, "resnet")["score_minutes"] == pytest.approx(RESNET_MINUTES, rel=1e-12)
+
+
 # --- a. the number of result files -----------------------------------------------------------------
 
 @needs_fixture
@@ -178,6 +196,33 @@ def test_seed_rules_as_mlperfs_seed_checker():
                                                      ("f", True)]
 
 
+def test_before_4_1_a_folder_without_any_seed_passes_as_the_round_checkers_did():
+    """mlperf-logging required a seed in every run from 4.1.0 on (commit ac0096c); the v3.1 and v4.0 checkers
+    accepted a folder where no run logs one (the published closed dlrm_dcnv2 folders, HugeCTR), and failed
+    a run without one only when another run logs one."""
+    def seed(value):
+        return Event(1, "", 0.0, "seed", value, {"file": "train.py", "lineno": 7}, "POINT_IN_TIME")
+    unseeded = [("a", []), ("b", []), ("c", [])]
+    for ruleset in ("3.1.0", "4.0.0"):
+        assert [(p.file, p.error) for p in seed_problems(unseeded, ruleset)] == [("a", False)]
+        assert [(p.file, p.error) for p in seed_problems([("a", []), ("b", [seed(1)]), ("c", [seed(2)])],
+                                                         ruleset)] == [("a", True)]
+    for ruleset in ("4.1.0", "5.0.0", None):
+        assert [(p.file, p.error) for p in seed_problems(unseeded, ruleset)] == [("a", True), ("b", True),
+                                                                               ("c", True)]
+
+
+@needs_fixture
+@pytest.mark.parametrize("ruleset, rule", [("4.0.0", "MLPERF-011"), ("4.1.0", "MLPERF-010")])
+def test_no_seed_in_any_run_fails_only_from_4_1(sub, ruleset, rule):
+    folder = sub / "results" / SYSTEM / "ssd"     # ssd: in 4.0.0 and 4.1.0
+    for result in folder.glob("result_*.txt"):
+        edit(result, lambda t: "".join(line for line in t.splitlines(keepends=True) if '"key": "seed"' not in line))
+    report = check_path(sub, CheckOptions(mlperf_ruleset=ruleset))
+    assert {f.rule for f in report.findings if f.file.startswith(f"results/{SYSTEM}/ssd")
+            and f.rule.startswith("MLPERF-01")} == {rule}
+
+
 # --- d. RCP and the scaling factor -----------------------------------------------------------------
 
 def _shrink_epochs(text: str) -> str:
@@ -218,6 +263,18 @@ def test_forged_scaling_json_is_an_error_and_never_scales(sub, forged):
     assert {f.file.split("/")[-2] for f in report.findings if f.rule == "MLPERF-014"} == {"resnet", "bert"}
     assert report.exit_code == 1
     assert score_of(report, "resnet")["score_minutes"] == pytest.approx(RESNET_MINUTES, rel=1e-12)
+    assert score_of(report, "bert")["scaling_factor"] == BERT_FACTOR
+
+
+@needs_fixture
+@pytest.mark.parametrize("written, flagged", [(1.03, False), (1.02998, False), (1.031, True), (1.0, True),
+                                              (1.02997996, False), (1.02997997, True)])
+def test_a_scaling_json_rounded_by_hand_is_not_forged(sub, written, flagged):
+    """The v3.1 round's review wrote factors rounded (ASUSTeK unet3d: 1.09 for 1.0905325): the computed factor
+    rounded to the written decimals (two or more) is no MLPERF-014; the score still uses the computed one."""
+    (sub / "results" / SYSTEM / "bert" / "scaling.json").write_text(json.dumps({"scaling_factor": written}))
+    report = check(sub)
+    assert ("MLPERF-014" in rules_of(report)) is flagged
     assert score_of(report, "bert")["scaling_factor"] == BERT_FACTOR
 
 

@@ -4,6 +4,15 @@ Specification: ``mlperf_logging.package_checker.seed_checker.SeedChecker``: ever
 file parses and logs at least one ``seed`` record; each seed is an integer (``int()`` of the
 value) with ``metadata.file`` and ``metadata.lineno``; no two runs log the same seed from the
 same source line. A run logging more than one seed is only a warning there, and here.
+
+Before Training 4.1.0 a folder in which no run logs a seed passed: mlperf-logging required a
+seed in every run only from its 4.1.0 release (commit ac0096c, 2024-09-13, first in tag
+4.1.0-rc4; 4.1.68 applies it to every ruleset). The checkers of the v3.1 and v4.0 rounds
+required seeds in every run only once one run logged one, and that is the rule here for
+rulesets before 4.1.0: the closed dlrm_dcnv2 folders of both rounds (HugeCTR logs its seed
+as text, not through mllog) were published that way, with no seed-checker-bypass. (Their
+code also skipped unseeded runs sorted before the first seeded one; here every unseeded run
+counts once any run logs a seed.)
 """
 from __future__ import annotations
 
@@ -38,20 +47,31 @@ def _seed_records(events: list[Event]) -> tuple[list[tuple[object, object, int, 
     return found, ""
 
 
-def seed_problems(runs: list[tuple[str, list[Event] | None]]) -> list[SeedProblem]:
-    """What MLPerf's seed checker rejects in one benchmark folder's runs (``None``: the file did not parse)."""
+EVERY_RUN_FROM = (4, 1, 0)   # the ruleset from which every run must log a seed (see above)
+
+
+def seed_problems(runs: list[tuple[str, list[Event] | None]], ruleset: str | None = None) -> list[SeedProblem]:
+    """What MLPerf's seed checker rejects in one benchmark folder's runs (``None``: the file did not parse)
+    under the Training ``ruleset`` (None: the newest rules)."""
     problems: list[SeedProblem] = []
     first_logged: dict[tuple, str] = {}
-    for rel, events in runs:
-        if events is None:
+    read = [(rel, None if events is None else _seed_records(events)) for rel, events in runs]
+    every_run = ruleset is None or tuple(int(x) for x in ruleset.split(".")) >= EVERY_RUN_FROM
+    some_run = any(found is not None and found[0] for _, found in read)
+    if not every_run and not some_run and read and all(found is not None and not found[1] for _, found in read):
+        return [SeedProblem(read[0][0], None, f"no run logs a seed: accepted before MLPerf Training 4.1.0 "
+                                              f"(ruleset {ruleset})", error=False)]
+    for rel, found in read:
+        if found is None:
             problems.append(SeedProblem(rel, None, "the file does not parse, so its seeds cannot be read"))
             continue
-        records, why = _seed_records(events)
+        records, why = found
         if why:
             problems.append(SeedProblem(rel, None, why))
             continue
-        if not records:
-            problems.append(SeedProblem(rel, None, "the run logs no seed"))
+        if not records and (every_run or some_run):
+            problems.append(SeedProblem(rel, None, "the run logs no seed" if every_run else
+                                        f"the run logs no seed while other runs do (ruleset {ruleset})"))
         if len(records) > 1:
             problems.append(SeedProblem(rel, records[1][3], f"the run logs {len(records)} seeds", error=False))
         for source, lineno, seed, line in records:  # a repeat within one run counts too, as in MLPerf
