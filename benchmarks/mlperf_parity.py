@@ -203,7 +203,7 @@ def report(round_name: str, ruleset: str, results: list[dict], missing: dict[str
             lines.append(f"{r['folder']}: score {key} only from {side}")
         if m["verdict"] != t["verdict"]:
             lines.append(f"{r['folder']}: MLPerf {m['verdict']}, trainmark {t['verdict']}")
-            lines += [f"    trainmark: {c[:300]}" for c in t.get("codes", t.get("errors", []))[:5]]
+            lines += [f"    trainmark: {c[:300]}" for c in (t["codes"] or t.get("errors", []))[:5]]
             lines += [f"    MLPerf: {e[:300]}" for e in m["errors"][:5]]
     return "\n".join(lines)
 
