@@ -332,7 +332,6 @@ def test_links_and_scripts_the_docs_name_exist():
 
 # Paths a page names in a code span that do not exist, and why that is right.
 NAMED_ELSEWHERE = {
-    "benchmarks/mlperf_parity.py": "issue 31's item 4, being written beside this test",
     "url_checksums/wmt14_translate.txt": "tensorflow-datasets' file, in its package",
 }
 PACKAGE_FOLDERS = ("", "trainmark", "harness", "checker", "report", "reference", "rules", "docs")
