@@ -39,8 +39,10 @@ Time-to-quality training benchmarks and a compliance checker for AI accelerators
   trainmark run resnet-mini --submitter X train to the target, trial after trial
   trainmark check submission/             validate a result folder and recompute its scores
 
-'trainmark COMMAND --help' explains a command; docs/ in the package explains the formats.
-Every command takes -q/--quiet; '-' as an output FILE (-o, --output, --json, --csv) is standard output;
+'trainmark COMMAND --help' explains a command; README.md and docs/ in trainmark's source tree (not
+installed with the package) explain the formats, the checks and the rules.
+Every command takes -q/--quiet; '-' as an output FILE (-o, --output, --json, --csv) is standard output
+(but for package -o, which writes an archive);
 options are never abbreviated (write them in full)."""
 
 

@@ -134,7 +134,8 @@ def judge_arguments(parser) -> None:
     add_rules_dir(group)
     group.add_argument("--mlperf-ruleset", metavar="X.Y.Z",
                        help="MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', "
-                            "else the newest mlperf-logging knows)")
+                            "else the one ruleset that holds every benchmark present; never guessed: "
+                            "exit 2 names the candidates)")
 
 
 def judge_options(args):

@@ -57,7 +57,8 @@ def register(subparsers) -> None:
                        help="JSON Schema for systems/<system>.json (default: the harness's)")
     rules.add_argument("--mlperf-ruleset", metavar="X.Y.Z",
                        help="MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', "
-                            "else the newest mlperf-logging knows)")
+                            "else the one ruleset that holds every benchmark present; never guessed: "
+                            "exit 2 names the candidates)")
     again = parser.add_argument_group("re-evaluation")
     again.add_argument("--reevaluate", action="store_true",
                        help="load every trial's model.safetensors into the model its rules name and evaluate it "
