@@ -514,6 +514,10 @@ MLPERF_015 = _code(
 MLPERF_016 = _code(
     "MLPERF-016", ERROR, "more MLPerf runs fail compliance or the power rules than olympic scoring accepts",
     "MLPerf accepts 1 non-compliant run (4 for unet3d)")
+MLPERF_017 = _code(
+    "MLPERF-017", WARNING, "a submitted scaling.json is larger than the factor computed from MLPerf's reference "
+    "convergence points: it would only slow the score (older RCP checkers computed such factors; the computed one "
+    "is used)", "delete scaling.json or submit the one today's package checker writes")
 # The weights re-evaluated (trainmark check --reevaluate, issue 30)
 REEVAL_001 = _code(
     "REEVAL-001", ERROR, "a trial's saved weights, re-evaluated, do not give its logged final metric "
