@@ -144,6 +144,17 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
             if result is not None:
                 report.benchmarks.append(result)
         check_code(report.benchmarks, tree, rules.root or RULES_ROOT, findings, report.notes)
+    unknown = sorted({r.path or "." for r in report.benchmarks if r.format == "mlperf" and r.division is None})
+    if unknown:
+        report.notes.append(_unknown_division_note(unknown))
     if ruleset_note:
         report.notes.insert(0, ruleset_note)
     return report
+
+
+def _unknown_division_note(folders: list[str]) -> str:
+    """A benchmark or system folder holds no systems/<system>.json, so its division is unknown: say that the
+    closed-division checks (seeds, RCP) ran, which an open-division result does not need."""
+    shown = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
+    return (f"division unknown for {shown} (systems/<system>.json lies outside the checked folder): the "
+            "closed-division checks (seeds, RCP) ran; check the submitter folder to judge an open result as open")

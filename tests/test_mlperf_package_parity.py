@@ -389,3 +389,11 @@ def test_power_numbering_as_mlperf_reads_it(sub):
     (folder / "power" / "result_0" / "node_a.png").write_text("")
     (finding,) = [f for f in check(sub).findings if f.rule == "MLPERF-015"]
     assert "'node_a.png' is not numbered" in finding.message
+
+
+@needs_fixture
+def test_a_system_folder_says_its_division_is_unknown_and_a_submitter_folder_does_not(sub):
+    """systems/<system>.json lies outside a system folder: the closed-division checks run, and a note says so."""
+    system_notes = [n for n in check(sub / "results" / SYSTEM).notes if n.startswith("division unknown")]
+    assert len(system_notes) == 1 and "bert" in system_notes[0] and "seeds, RCP" in system_notes[0]
+    assert not [n for n in check(sub).notes if n.startswith("division unknown")]
