@@ -22,22 +22,13 @@ from unittest import mock
 from trainmark.checker.check import check_path
 from trainmark.checker.checks import distinct, energy, telemetry, work_time
 from trainmark.checker.checks import mllog as mllog_check
+from trainmark.harness.measure.system import cpu_model
 
 # (module, function, what the no-op returns)
 EVIDENCE = [(work_time, "check_trial", None), (distinct, "weights_digest", None),
             (distinct, "check_curves_distinct", None), (energy, "check_figures", None), (energy, "check_power", None),
             (telemetry, "check_span", None), (telemetry, "check_timeline", None),
             (mllog_check, "check_format_version", None), (mllog_check, "check_interrupted_attempts", None)]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def timed(folder: Path, evidence: bool) -> float:

@@ -52,6 +52,8 @@ from pathlib import Path
 
 from mlperf_logging.benchmark_meta import get_allowed_benchmarks
 
+from trainmark.harness.measure.system import cpu_model
+
 REL_TOL = 1e-6
 PARTS = ("systems", "results")   # what the package checker, the summarizer and trainmark read
 
@@ -172,9 +174,7 @@ def compare(folder: Path, ruleset: str) -> dict:
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
-    return (f"{cpu}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; "
+    return (f"{cpu_model()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; "
             f"trainmark {importlib.metadata.version('trainmark')}, "
             f"mlperf-logging {importlib.metadata.version('mlperf-logging')}, Python {platform.python_version()}")
 

@@ -17,24 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
 from trainmark.cli.check import data_dirs
 from trainmark.format import layout, mllog
+from trainmark.harness.measure.system import cpu_model
 from trainmark.harness.reevaluate import Reevaluation, evaluation_precision
 from trainmark.rules import get_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 MINIS = ("resnet-mini", "vgg-mini", "inception-mini", "lstm-mini", "transformer-mini", "ds2-mini")
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} CPUs"
-    return platform.processor() or "unknown CPU"
 
 
 def folders(submissions: Path, names: list[str]):

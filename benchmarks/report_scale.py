@@ -28,20 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from trainmark.harness.measure.system import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ("resnet-mini", "vgg-mini", "inception-mini", "ds2-mini", "lstm-mini", "transformer-mini")
 BOUND_S = 30.0
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo and the number of CPUs this process may use."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} ({len(os.sched_getaffinity(0))} CPUs)"
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def write_folder(root: Path, trials: int) -> int:
@@ -127,8 +118,8 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write the folder here and keep it")
     parser.add_argument("--folder", type=Path, metavar="DIR", help="a folder --keep wrote: measure it again")
     args = parser.parse_args()
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_model()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_model()} "
+          f"({len(os.sched_getaffinity(0))} CPUs), load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
         root = args.folder or args.keep or Path(tmp) / "sub"
         if not args.folder:

@@ -19,25 +19,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import platform
 import statistics
 import time
 from pathlib import Path
 
+from trainmark.harness.measure.system import cpu_model
 from trainmark.harness.scale import mlperf_validate as mv
 
 PHI = (0.0, 0.25, 0.5, 0.75)
 F = (0.0, 0.05, 0.1, 0.15, 0.2)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def median_abs(records: list[dict], key=lambda r: r["error"]) -> float | None:

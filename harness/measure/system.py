@@ -49,7 +49,8 @@ def schema() -> dict[str, Any]:
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
-def _cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (/proc/cpuinfo), which every figure we print is stated beside."""
     try:
         m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M)
         if m:
@@ -108,7 +109,7 @@ def detect(device: str = "cpu") -> dict[str, Any]:
     desc.update({
         "status": DEFAULT_STATUS,
         "number_of_nodes": "1",
-        "host_processor_model_name": _cpu_model(),
+        "host_processor_model_name": cpu_model(),
         "host_processors_per_node": "1",
         "host_processor_core_count": str(os.cpu_count() or 1),
         "host_processor_vcpu_count": str(os.cpu_count() or 1),
