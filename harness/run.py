@@ -66,6 +66,7 @@ class RunOptions:
     ceilings: Path | None = None  # a `trainmark ops --json` report of this machine: its measured ceilings
     telemetry_hz: float = 1.0  # telemetry samples per second into trial_<k>/telemetry.csv (0: none)
     framework: str = "pytorch"  # harness/frameworks/backend.py's BACKENDS
+    submission: bool = True  # False: calibration's scratch trials, never checked (no warning about the count)
 
 
 @dataclass
@@ -440,6 +441,15 @@ def resume(prep: Prepared) -> tuple[int, int]:
     return start_at, base_seed
 
 
+def warn_few_trials(trials: int, rules) -> None:
+    """Fewer trials than the rules ask for: said once the run is valid and about to train, not first by the
+    checker hours later."""
+    if trials < rules.trials:
+        print(f"trainmark run: warning: --trials {trials} is below the {rules.trials} trials of {rules.name}'s "
+              f"rules {rules.version}: 'trainmark check' will count the result as incomplete", file=sys.stderr,
+              flush=True)
+
+
 def run_benchmark(opts: RunOptions) -> RunSummary:
     prep = prepare(opts)
     start_at, base_seed = resume(prep)
@@ -449,6 +459,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         raise UserError(f"global batch size {prep.hp['global_batch_size']} is larger than the "
                         f"{prep.ref.train_samples(data)} training samples: no training step would run "
                         "(use a smaller --batch-size)")
+    if dist.is_main and opts.submission:
+        warn_few_trials(prep.trials, rules)
     meter = open_meter_for(device, dist, opts.energy_estimate_watts)
     progress = TrialProgress(enabled=dist.is_main and not opts.quiet)
     try:

@@ -5,6 +5,7 @@ computes the statistics it reports.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -50,7 +51,7 @@ def cmd_calibrate(args) -> int:
     with tempfile.TemporaryDirectory(prefix="trainmark-calibrate-") as tmp:
         from trainmark.harness.run import run_benchmark
 
-        summary = run_benchmark(run_options(args, Path(tmp)))
+        summary = run_benchmark(dataclasses.replace(run_options(args, Path(tmp)), submission=False))
         load = calibration.other_loads(summary)
     if not args.quiet:
         Console(stderr=True).print(summary_table(summary))

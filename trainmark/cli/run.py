@@ -63,25 +63,11 @@ def _sigterm_is_ctrl_c() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def warn_few_trials(args) -> None:
-    """--trials below the rules' count: said at the start, not first by the checker hours later."""
-    from trainmark.rules.ruleset import get_rules
-
-    if args.trials is None:
-        return
-    rules = get_rules(args.benchmark, args.rules_version, args.rules_dir)
-    if args.trials < rules.trials:
-        print(f"trainmark run: warning: --trials {args.trials} is below the {rules.trials} trials of {rules.name}'s "
-              f"rules {rules.version}: 'trainmark check' will count the result as incomplete", file=sys.stderr,
-              flush=True)
-
-
 def cmd_run(args) -> int:
     _sigterm_is_ctrl_c()
     from trainmark.harness.run import run_benchmark
 
     options = run_options(args, args.out, args.resume)
-    warn_few_trials(args)
     summary = run_benchmark(options)
     if not args.quiet and summary.results:
         table_console(stderr=True).print(summary_table(summary))
