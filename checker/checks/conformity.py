@@ -183,8 +183,8 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
     flops = record.value(mllog.FLOPS_PER_STEP) if record is not None else None
     findings.add(CONFORM_003, rel, f"{desc['parameter_count']} parameters (reference "
                  f"{reference['parameter_count']}); FLOPs per step {flops if flops is not None else 'not logged'} "
-                 f"(reference: not known to the checker); " + _listed(differences), expected=f"{reference['parameter_count']} parameters",
-                 seen=f"{desc['parameter_count']} parameters")
+                 "(reference: not known to the checker); " + _listed(differences),
+                 expected=f"{reference['parameter_count']} parameters", seen=f"{desc['parameter_count']} parameters")
 
 
 def _listed(differences: list[str]) -> str:
