@@ -45,8 +45,11 @@ def test_world_size_not_dividing_the_global_batch_is_refused_before_launch():
 
 
 def test_one_two_four_ranks(tmp_path, tests_on_path):
+    # The link is given: a fit from one-step all-reduce timings on a loaded 2-core CI machine can be refused
+    # as too noisy (the fresh-clone CI of 2026-12-03 got no projection); fit_link is tested in test_scale_model.
     s = scale_cli.settings_from_args(parse("--nproc", "1,2,4", "--batch-size", "64", "--steps", "2",
-                                           "--repeats", "1", "--warmup-steps", "1"))
+                                           "--repeats", "1", "--warmup-steps", "1",
+                                           "--link-bandwidth-gbs", "1", "--link-latency-us", "50"))
     result = saturation.run_scale(s, ENTRY)
     paths = saturation.write_outputs(result, tmp_path, plots=True)
     points = result["points"]
@@ -64,7 +67,7 @@ def test_one_two_four_ranks(tmp_path, tests_on_path):
     assert points[2]["comm_s"] > 0
     assert result["saturation_world_size"] == scale_model.saturation_point(
         [{"n": p["world_size"], "samples_per_s": p["samples_per_s"]} for p in points], s.min_gain)
-    assert result["link"]["bandwidth_bps"] > 0 and "world size 4" in result["link"]["source"]
+    assert result["link"]["bandwidth_bps"] == pytest.approx(1e9)
     proj = result["projection"]
     assert [r["n"] for r in proj["rows"]] == scale_model.DEFAULT_SIZES
     # tiny-test has no convergence points: samples/s only, and the reason
