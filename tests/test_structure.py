@@ -53,7 +53,7 @@ def test_a_missing_layer_is_one_difference_and_its_tensors_are_not_repeated():
 
 
 def test_descriptions_too_large_to_align_are_compared_by_name(monkeypatch):
-    monkeypatch.setattr(structure, "MAX_ALIGNED_MODULES", 2)
+    monkeypatch.setattr(structure, "MAX_ALIGNED_CELLS", 2)
     a = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
     b = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.ReLU(), nn.Linear(8, 2)))
     d = structure.diff(a, b, limit=100)
