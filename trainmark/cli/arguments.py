@@ -128,14 +128,11 @@ def version_arguments(p) -> None:
 
 def judge_arguments(parser) -> None:
     """--rules-dir and --mlperf-ruleset of ``report``, ``compare`` and ``table`` (they check folders)."""
-    from trainmark.cli.parsing import add_rules_dir
+    from trainmark.cli.parsing import add_mlperf_ruleset, add_rules_dir
 
     group = parser.add_argument_group("rules")
     add_rules_dir(group)
-    group.add_argument("--mlperf-ruleset", metavar="X.Y.Z",
-                       help="MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', "
-                            "else the one ruleset that holds every benchmark present; never guessed: "
-                            "exit 2 names the candidates)")
+    add_mlperf_ruleset(group)
 
 
 def judge_options(args):
@@ -180,7 +177,7 @@ def parse_hparam(text: str) -> tuple[str, object]:
 
 def run_arguments(p) -> None:
     """The options of ``run`` and ``calibrate``, grouped as their help shows them."""
-    from trainmark.cli.parsing import add_rules_dir, add_rules_version
+    from trainmark.cli.parsing import add_rules_group
 
     p.add_argument("benchmark", help="benchmark name ('trainmark list')")
     sub = p.add_argument_group("submission")
@@ -212,9 +209,7 @@ def run_arguments(p) -> None:
                               "system description and utilization is reported against them too")
     measure.add_argument("--telemetry-hz", type=telemetry_hz, default=1.0, metavar="HZ",
                          help="telemetry samples per second into trial_<k>/telemetry.csv, 1-100, 0: off (default: 1)")
-    rules = p.add_argument_group("rules")
-    add_rules_version(rules, LATEST_VERSION)
-    add_rules_dir(rules)
+    add_rules_group(p, LATEST_VERSION)
 
 
 def known_benchmark(name: str, version: str | None, root: Path | None) -> None:

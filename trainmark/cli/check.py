@@ -31,7 +31,7 @@ EXAMPLES = """\
 
 
 def register(subparsers) -> None:
-    from trainmark.cli.parsing import add_rules_dir, command
+    from trainmark.cli.parsing import add_mlperf_ruleset, add_rules_dir, command
 
     parser = command(subparsers, "check",
                      help="validate a result folder or archive (trainmark or MLPerf Training) and recompute its scores",
@@ -55,10 +55,7 @@ def register(subparsers) -> None:
     add_rules_dir(rules)
     rules.add_argument("--system-schema", type=Path, metavar="FILE",
                        help="JSON Schema for systems/<system>.json (default: the harness's)")
-    rules.add_argument("--mlperf-ruleset", metavar="X.Y.Z",
-                       help="MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', "
-                            "else the one ruleset that holds every benchmark present; never guessed: "
-                            "exit 2 names the candidates)")
+    add_mlperf_ruleset(rules)
     again = parser.add_argument_group("re-evaluation")
     again.add_argument("--reevaluate", action="store_true",
                        help="load every trial's model.safetensors into the model its rules name and evaluate it "

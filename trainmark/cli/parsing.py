@@ -17,6 +17,8 @@ RULES_VERSION_HELP = "rules version, e.g. 1.1 (default: the latest shipped rules
 RULES_DIR_HELP = "read the rules from DIR/<version>/<benchmark>.yaml instead of the shipped ones"
 JSON_HELP = "write JSON to FILE ('-' or no FILE: standard output)"
 OUTPUT_HELP = "write to FILE ('-': standard output, the default)"
+MLPERF_RULESET_HELP = ("MLPerf Training ruleset for MLPerf folders (default: from the path, e.g. 'v4.0', else the "
+                       "one ruleset that holds every benchmark present; never guessed: exit 2 names the candidates)")
 STDOUT = "-"
 
 
@@ -76,6 +78,28 @@ def add_output(parser) -> None:
 def add_rules_version(parser, latest: str) -> None:
     parser.add_argument("--rules-version", default=latest, metavar="VERSION",
                         help=RULES_VERSION_HELP.format(latest=latest))
+
+
+def add_mlperf_ruleset(parser) -> None:
+    parser.add_argument("--mlperf-ruleset", metavar="X.Y.Z", help=MLPERF_RULESET_HELP)
+
+
+def add_rules_group(parser, latest: str):
+    """The "rules" option group of the commands that train or measure: --rules-version and --rules-dir."""
+    group = parser.add_argument_group("rules")
+    add_rules_version(group, latest)
+    add_rules_dir(group)
+    return group
+
+
+def add_measured_output(parser, default_folder: str, no_plots_help: str):
+    """The "output" option group of ``sweep`` and ``scale``: --out FOLDER and --no-plots."""
+    from pathlib import Path
+
+    group = parser.add_argument_group("output")
+    group.add_argument("--out", type=Path, default=Path(default_folder), help="output folder (default: %(default)s)")
+    group.add_argument("--no-plots", action="store_true", help=no_plots_help)
+    return group
 
 
 def add_rules_dir(parser) -> None:

@@ -36,7 +36,7 @@ EXAMPLES = """\
 
 
 def register(sub) -> None:
-    from trainmark.cli.parsing import add_json, add_rules_dir, add_rules_version, command
+    from trainmark.cli.parsing import add_json, add_measured_output, add_rules_group, command
     from trainmark.rules import LATEST_VERSION
 
     p = command(sub, "scale", help="throughput, efficiency and saturation over world sizes (torchrun), "
@@ -87,12 +87,8 @@ def register(sub) -> None:
                         help="saturation: the next world size adds less than this fraction (default: %(default)s)")
     _projection_arguments(p.add_argument_group("projection model"))
     launch.add_argument("--timeout", type=float, default=600.0, help="seconds per launch (default: %(default)s)")
-    output = p.add_argument_group("output")
-    output.add_argument("--out", type=Path, default=Path("scale"), help="output folder (default: %(default)s)")
-    output.add_argument("--no-plots", action="store_true", help="write JSON and CSV only, no scale.png")
-    rules = p.add_argument_group("rules")
-    add_rules_version(rules, LATEST_VERSION)
-    add_rules_dir(rules)
+    add_measured_output(p, "scale", "write JSON and CSV only, no scale.png")
+    add_rules_group(p, LATEST_VERSION)
     p.set_defaults(func=cmd_scale)
 
 

@@ -26,7 +26,7 @@ EXAMPLES = """\
 
 
 def register(sub) -> None:
-    from trainmark.cli.parsing import add_rules_dir, add_rules_version, command
+    from trainmark.cli.parsing import add_measured_output, add_rules_group, command
     from trainmark.rules import LATEST_VERSION
 
     p = command(sub, "sweep", help="throughput, TFLOPS, energy and memory over batch sizes and precisions",
@@ -57,12 +57,8 @@ def register(sub) -> None:
                          help="a 'trainmark ops --json' report: utilization against its measured ceilings too")
     measure.add_argument("--energy-estimate-watts", type=float,
                          help="when no energy counter exists, report W x time, labelled 'estimated'")
-    output = p.add_argument_group("output")
-    output.add_argument("--out", type=Path, default=Path("sweep"), help="output folder (default: %(default)s)")
-    output.add_argument("--no-plots", action="store_true", help="write the CSV and JSON but no PNG plots")
-    rules = p.add_argument_group("rules")
-    add_rules_version(rules, LATEST_VERSION)
-    add_rules_dir(rules)
+    add_measured_output(p, "sweep", "write the CSV and JSON but no PNG plots")
+    add_rules_group(p, LATEST_VERSION)
     p.set_defaults(func=cmd_sweep)
 
 
