@@ -10,28 +10,18 @@ severity decides the exit status: any ``error`` makes the check fail.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from trainmark.checker.verdict.registry import ERROR, INFO, REGISTRY, WARNING, Rule, rule
 
-ERROR = "error"
-WARNING = "warning"
-INFO = "info"
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    severity: str
-    title: str
-    fix: str
-
-
-_RULES: list[Rule] = []
+__all__ = ["ERROR", "INFO", "WARNING", "Rule", "RULES"]
 
 
 def _code(id: str, severity: str, title: str, fix: str) -> str:
-    """Catalogue one code; modules name it through the constant this returns (``catalog.LAYOUT_003``)."""
-    _RULES.append(Rule(id, severity, title, fix))
-    return id
+    """Catalogue one code; modules name it through the constant this returns (``catalog.LAYOUT_003``).
+
+    Being moved: each code goes to the module that emits it, declared there with ``registry.rule``
+    (why, fix, bad/good example).
+    """
+    return rule(id, severity, title, fix=fix, module=__name__)
 
 
 # Layout of the folder tree
@@ -539,4 +529,4 @@ CHECKER_001 = _code(
     "CHECKER-001", ERROR, "the checker itself failed on this folder (a bug in trainmark)",
     "report it with the message; the folder was not fully checked")
 
-RULES: dict[str, Rule] = {r.id: r for r in _RULES}
+RULES: dict[str, Rule] = REGISTRY  # the registry itself: codes declared elsewhere are in it too
