@@ -1,37 +1,114 @@
 #!/usr/bin/env bash
-# The main job: install, run every mini benchmark (5 trials each, as the rules say),
-# check the submission folder, and write the reports (report.html to open in a browser, report.md,
-# and the checker's table on screen with CSV and JSON copies beside it).
+# The main job: install, run the calibrated mini benchmarks (the rules' trials each), check the submission
+# folder, and write the reports (report.html to open in a browser, report.md, and the checker's table on
+# screen with CSV and JSON copies beside it).
+#
+# Settings (environment):
+#   BENCHMARKS="resnet-mini lstm-mini"  a subset (default: every calibrated mini; 'trainmark list' names them)
+#   DEVICE=auto|cpu|cuda|cuda:1         passed as --device (default: auto, the accelerator the framework sees)
+#   DATA_DIR=DIR                        the data under DIR, one folder per dataset: DIR/fashion-mnist,
+#                                       DIR/lstm-mini, DIR/transformer-mini, DIR/ds2-mini (passed as --data-dir)
+#   TRAINMARK_FSDD=DIR                  ds2-mini's FSDD recordings (else ../shared/datasets/fsdd, else a clone)
+#   INSTALL=0                           skip scripts/install.sh (already installed)
+#   OUT=runs/mini-suite  SUBMITTER=NAME  RESUME=1 (continue an interrupted suite)  PYTHON (scripts/env.sh)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/install.sh
+source "$(dirname "$0")/env.sh"
+cd "$TRAINMARK_ROOT"
+JOB_START=$(date +%s)
+hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }
+COUNT=""   # the file counting the suite's finished trials (suite_lines)
+finish() {
+  local rc=$?
+  [ -z "$COUNT" ] || rm -f "$COUNT"
+  local how="install included"; [ "${INSTALL:-1}" = 0 ] && how="no install"
+  echo "mini suite: wall time $(hms $(( $(date +%s) - JOB_START ))) (h:mm:ss, $how), exit status $rc" >&2
+}
+trap finish EXIT
+
+if [ "${INSTALL:-1}" != 0 ]; then bash scripts/install.sh; resolve_python; fi
+require_python
 OUT=${OUT:-runs/mini-suite}   # the submission goes to $OUT/submission, the reports beside it
 SUBMITTER=${SUBMITTER:-$(hostname -s | tr -c 'A-Za-z0-9._\n-' '-')}
-# The calibrated mini benchmarks: those whose rules carry reference convergence points
-# (a provisional target is not yet a benchmark; `trainmark rules list` shows them all).
-BENCHES=$(python3 -c "from trainmark.rules import load_ruleset; print(' '.join(n for n, r in load_ruleset().items() if r.data.get('size') == 'mini' and r.convergence['points']))")
-echo "mini suite: $BENCHES"
+DEVICE=${DEVICE:-auto}
+
+# The calibrated minis (their rules carry reference convergence points): "name trials dataset-folder" lines
+CALIBRATED=$(py -c "
+from pathlib import Path
+from trainmark.rules import load_ruleset
+for n, r in load_ruleset().items():
+    if r.data.get('size') == 'mini' and r.convergence['points']:
+        print(n, r.trials, Path(r.dataset['default_dir']).name)")
+ALL=$(echo "$CALIBRATED" | cut -d' ' -f1 | tr '\n' ' ')
+BENCHES=${BENCHMARKS:-$ALL}
+TOTAL=0
+for bench in $BENCHES; do
+  line=$(echo "$CALIBRATED" | awk -v b="$bench" '$1 == b')
+  if [ -z "$line" ]; then
+    echo "mini suite: BENCHMARKS: $bench is not a calibrated mini benchmark; choose from: $ALL" >&2
+    exit 2
+  fi
+  TOTAL=$((TOTAL + $(echo "$line" | cut -d' ' -f2)))
+done
+echo "mini suite: $BENCHES($TOTAL trials, device $DEVICE, into $OUT/submission)" >&2
+
 # ds2-mini's recordings: $TRAINMARK_FSDD, else ../shared/datasets/fsdd, else a clone of FSDD's repository
 FSDD=${TRAINMARK_FSDD:-../shared/datasets/fsdd}
 FSDD_URL=https://github.com/Jakobovski/free-spoken-digit-dataset
+COUNT=$(mktemp); echo 0 > "$COUNT"
+SUITE_START=$(date +%s)
+
+# suite_lines: passes a run's messages on, and after each finished trial ("trial k of N: ...") prints the
+# suite's line with its ETA (the mean trial time so far times the trials left). Ctrl-C leaves it reading
+# until the run has printed its --resume line.
+suite_lines() {
+  trap '' INT
+  local line n elapsed
+  while IFS= read -r line || [ -n "$line" ]; do
+    printf '%s\n' "$line" >&2
+    if [[ $line =~ ^trial\ [0-9]+\ of\ [0-9]+:\  ]]; then
+      n=$(( $(cat "$COUNT") + 1 )); echo "$n" > "$COUNT"
+      elapsed=$(( $(date +%s) - SUITE_START ))
+      echo "mini suite: $n of $TOTAL trials done, $(hms $elapsed) running, ETA $(hms $(( elapsed * (TOTAL - n) / n )))" >&2
+    fi
+  done
+}
+
+runs_failed=""
 for bench in $BENCHES; do
+  data_args=()
+  if [ -n "${DATA_DIR:-}" ]; then
+    data_args=(--data-dir "$DATA_DIR/$(echo "$CALIBRATED" | awk -v b="$bench" '$1 == b {print $3}')")
+  fi
   # minis built from a source (KJV, FSDD, sword modules) are prepared once, untimed, and verified
-  if ! python3 -m trainmark data verify "$bench" >/dev/null 2>&1; then
+  if ! tm data verify "$bench" "${data_args[@]}" >/dev/null 2>&1; then
     if [ "$bench" = ds2-mini ]; then
       if [ ! -d "$FSDD" ]; then
         FSDD=data/fsdd-source
         [ -d "$FSDD" ] || git clone -q --depth 1 "$FSDD_URL" "$FSDD" \
           || { echo "mini suite: skipping ds2-mini: no FSDD (set TRAINMARK_FSDD or clone $FSDD_URL)" >&2; continue; }
       fi
-      python3 -m trainmark data prepare "$bench" --source "$FSDD"
+      tm data prepare "$bench" --source "$FSDD" "${data_args[@]}"
     else
-      python3 -m trainmark data prepare "$bench"
+      tm data prepare "$bench" "${data_args[@]}"
     fi
   fi
-  python3 -m trainmark run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" ${RESUME:+--resume}
+  rc=0
+  { tm run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" --device "$DEVICE" "${data_args[@]}" \
+      ${RESUME:+--resume} 2>&1 1>&3 | suite_lines; } 3>&1 || rc=$?
+  if [ "$rc" = 130 ]; then
+    echo "mini suite: interrupted; continue with: RESUME=1 INSTALL=0 BENCHMARKS=\"$BENCHES\" bash scripts/mini_suite.sh" >&2
+    exit 130
+  fi
+  [ "$rc" = 0 ] || runs_failed="$runs_failed $bench"
 done
-python3 -m trainmark report "$OUT/submission" -o "$OUT/report.html"           # curves, times, energy, findings
-python3 -m trainmark report "$OUT/submission" --format md -o "$OUT/report.md"
-python3 -m trainmark check "$OUT/submission" --json > "$OUT/report.json" || true   # machine-readable copy
-echo "reports: $OUT/report.html, $OUT/report.md, $OUT/report.csv and $OUT/report.json"
-python3 -m trainmark check "$OUT/submission" --csv "$OUT/report.csv"   # the table; its exit status is the job's
+tm report "$OUT/submission" -o "$OUT/report.html"           # curves, times, energy, findings
+tm report "$OUT/submission" --format md -o "$OUT/report.md"
+tm check "$OUT/submission" --json > "$OUT/report.json" || true   # machine-readable copy
+echo "reports: $OUT/report.html, $OUT/report.md, $OUT/report.csv and $OUT/report.json" >&2
+rc=0
+tm check "$OUT/submission" --csv "$OUT/report.csv" || rc=$?  # the table; its exit status is the job's
+if [ -n "$runs_failed" ] && [ "$rc" = 0 ]; then
+  echo "mini suite: trainmark run failed for$runs_failed (its messages above)" >&2
+  rc=1
+fi
+exit $rc

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): install what the tests need, then run them.
+# The test command (README, .ci/run): install what the tests need (scripts/install.sh: .venv), then run them.
+# INSTALL=0 skips the install; arguments go to pytest (bash scripts/test.sh tests/test_run_output.py -x).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/install.sh
-"${PYTHON:-python3}" -m ruff check .          # lint first: settings in pyproject.toml
-"${PYTHON:-python3}" scripts/lint_imports.py  # the layers' import contracts (pyproject.toml, docs/architecture.md)
-exec "${PYTHON:-python3}" -m pytest -q "$@"
+source "$(dirname "$0")/env.sh"
+cd "$TRAINMARK_ROOT"
+if [ "${INSTALL:-1}" != 0 ]; then bash scripts/install.sh; resolve_python; fi
+require_python
+py -m ruff check .          # lint first: settings in pyproject.toml
+py scripts/lint_imports.py  # the layers' import contracts (pyproject.toml, docs/architecture.md)
+py -m pytest -q "$@"
