@@ -9,10 +9,10 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
@@ -49,18 +49,99 @@ def known_versions(rules_root: Path = RULES_ROOT) -> list[str]:
     return sorted(p.name for p in rules_root.iterdir() if p.is_dir() and p.name[0].isdigit())
 
 
+class Dataset(TypedDict, total=False):
+    """Where the data comes from and how it is verified (``dataset:``)."""
+    name: str               # the dataset's name, as people know it
+    source: str             # where to get it
+    license: str
+    default_dir: str        # where a run looks when no --data-dir is given
+    env_var: str            # the environment variable that overrides default_dir
+    files: dict[str, str]   # file name -> sha256 of every file the benchmark reads
+    split: dict[str, str]   # what is trained on and what is evaluated, in words
+    listing: dict[str, Any]   # full-size datasets: the listing that names every sample
+    archives: dict[str, Any]  # full-size datasets: the archives holding the samples
+
+
+class ReferenceModel(TypedDict, total=False):
+    """The model a closed submission must train (``reference_model:``)."""
+    id: str                 # the reference's name (a ``base.Reference.name``)
+    description: str
+
+
+class Metric(TypedDict):
+    """The quality target (``metric:``)."""
+    name: str               # the metric's name in the logs (top1_accuracy, wer, ...)
+    direction: str          # "higher" or "lower": which way is better
+    target: float           # the quality a trial must reach
+    range: list[float | None]   # the metric's [low, high]; None where unbounded
+    source: str             # where the target comes from
+
+
+class Evaluation(TypedDict, total=False):
+    """When and on what a trial is evaluated (``evaluation:``)."""
+    every_epochs: int       # an evaluation after every this many epochs
+    eval_set: str           # what is evaluated, in words
+    max_eval_time_ratio: dict[str, Any]  # {ratio, source}: WORK-001's bound (eval_time_bound reads it)
+
+
+class Scoring(TypedDict, total=False):
+    """How trial times become a score (``scoring:``)."""
+    drop_fastest_and_slowest: int   # trials dropped at each end before the mean
+    max_not_converged: int          # trials allowed to miss the target
+    max_train_time_cv: float        # SPREAD-001 above this coefficient of variation
+
+
+class Hyperparameter(TypedDict, total=False):
+    """One hyperparameter (``hyperparameters.<name>:``)."""
+    default: Any            # the reference's value
+    closed: Any             # "fixed", "free", {choices: [...]} or {min, max}: what the closed division allows
+    doc: str
+
+
+class Convergence(TypedDict, total=False):
+    """The reference's convergence points, measured by calibration (``convergence:``)."""
+    command: str            # the calibration command that measured them
+    measured_on: str
+    spread: dict[str, Any]  # how much time-to-target varied on one quiet machine
+    points: list[dict[str, Any]]  # per implementation, batch size and precision: epochs to target
+
+
 @dataclass(frozen=True)
 class BenchmarkRules:
-    """One benchmark's rules; ``data`` is the validated file, ``path`` where it came from."""
+    """One benchmark's rules: ``data`` is the validated rule file, ``path`` where it came from.
+
+    Every top-level field of the rule file (rules/schema/rules.schema.json) is a typed attribute, filled
+    from ``data`` when the object is made; nested sections are typed dicts (their keys as the schema
+    names them). A field the file leaves out (optional ones, or a test's partial rules) is None."""
 
     data: dict[str, Any]
     path: Path
+    benchmark: str = field(init=False)          # the benchmark's name, equal to the file's stem
+    rules_version: str = field(init=False)      # the rules version, equal to the file's folder
+    task: str = field(init=False)               # what the benchmark trains, in words
+    size: str | None = field(init=False)        # "mini" or "full"
+    description: str | None = field(init=False)
+    dataset: Dataset = field(init=False)
+    reference_model: ReferenceModel = field(init=False)
+    implementations: dict[str, str] = field(init=False)   # framework -> MODULE:CLASS (trusted: shipped rules)
+    metric: Metric = field(init=False)
+    evaluation: Evaluation = field(init=False)
+    max_epochs: int = field(init=False)         # a trial stops after this many epochs
+    trials: int = field(init=False)             # trials per benchmark
+    scoring: Scoring = field(init=False)
+    precisions: list[str] = field(init=False)   # the precisions the closed division allows (fp32, amp)
+    max_init_seconds: dict[str, float] = field(init=False)  # division -> the longest init_start..run_start
+    hyperparameters: dict[str, Hyperparameter] = field(init=False)
+    open_division: dict[str, list[str]] = field(init=False)  # {relaxed, must_report}: what open may change
+    reevaluation: dict[str, Any] | None = field(init=False)  # {tolerance, reason}: REEVAL-001 (read it
+    # through ``reevaluation(rules)``, which supplies a default)
+    curve_band: dict[str, Any] | None = field(init=False)    # {severity, tolerance, source, bands}: CURVE-*
+    convergence: Convergence = field(init=False)
 
-    def __getattr__(self, name: str) -> Any:  # rules.trials, rules.metric, ...
-        try:
-            return self.data[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if not f.init:
+                object.__setattr__(self, f.name, self.data.get(f.name))
 
     @property
     def name(self) -> str:
