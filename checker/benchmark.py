@@ -148,12 +148,12 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
     trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
-    energy.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings)  # ENERGY-, TELEMETRY-
+    telemetry = energy.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings)  # ENERGY-, TELEMETRY-
     trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
     trials_check.check_trial_outcomes(ordered, findings)
     curve.check_curves(ordered, rules, division, findings)
     other_load = _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings,
-                               events_by_trial)
+                               events_by_trial, telemetry)
     distinct.check_curves_distinct(ordered, findings)
     scoring = rules.scoring
     result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
@@ -246,7 +246,8 @@ def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list
 
 def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str], trial_dirs: dict[int, str],
                   records: dict[int, TrialRecord], rules: BenchmarkRules, division: str, ctx: TrainmarkContext,
-                  findings: Findings, events_by_trial: dict[int, list[Event]]) -> dict[int, float | None]:
+                  findings: Findings, events_by_trial: dict[int, list[Event]],
+                  telemetry: dict | None = None) -> dict[int, float | None]:
     """Conformity of every trial's model and trial.json, the work done in its windows (WORK-001..003) and
     its weights (WORK-004, WORK-005); returns each trial's recorded other CPU load."""
     reference, why = ctx.references.describe(rules)
@@ -268,7 +269,8 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
         summary = check_trial_json(tree, _join(trial_rel, layout.TRIAL_JSON), records.get(k), names, rules, findings)
         other_load[k] = summary.get("other_cpu_load_pct") if summary else None
         if records.get(k) is not None:
-            work_time.check_trial(events_by_trial.get(k, []), records[k], summary, rules, findings)
+            work_time.check_trial(events_by_trial.get(k, []), records[k], summary, rules, findings,
+                                  (telemetry or {}).get(k))
         structure_rel = _join(trial_rel, layout.STRUCTURE_FILE)
         desc, text = conformity.read_structure(tree, structure_rel, findings)
         model_rel = _join(trial_rel, layout.MODEL_FILE)

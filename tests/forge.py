@@ -101,3 +101,17 @@ def resummarize(bench: Path, k: int) -> None:
         if data.get("train_samples") and data.get("train_time_s"):
             data["train_samples_per_s"] = data["train_samples"] / data["train_time_s"]
     edit_json(bench / f"trial_{k}" / "trial.json", trial_json)
+
+
+def rewrite_epochs_log(bench: Path) -> None:
+    """epochs.log rewritten from every trial's MLLOG (each evaluation's time and metric), as a forger who edited
+    the MLLOG's times would keep it in agreement."""
+    from trainmark.format import epochlog
+
+    lines = []
+    for k in sorted(int(p.stem.split("_")[1]) for p in bench.glob("result_*.txt")):
+        records = read_records(bench / f"result_{k}.txt")
+        lines += [epochlog.format_line(record(records, "eval_stop", r["metadata"]["epoch_num"])["time_ms"] / 1000,
+                                       k, r["metadata"]["epoch_num"], r["value"])
+                  for r in records if r["key"] == "eval_accuracy"]
+    (bench / "epochs.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -53,9 +53,11 @@ def _join(*parts: str) -> str:
 
 
 def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, list[Event]],
-                    trial_dirs: dict[int, str], findings: Findings) -> None:
+                    trial_dirs: dict[int, str], findings: Findings) -> dict[int, telemetry_check.Series]:
     """Every trial's energy domains and figures and, where the trial folder has one, its telemetry file
-    (required from result format 2 on) and the power it records."""
+    (required from result format 2 on) and the power it records; returns each readable telemetry series
+    by trial (the time checks read its interference evidence)."""
+    series_by_trial: dict[int, telemetry_check.Series] = {}
     for k, events in sorted(events_by_trial.items()):
         rel = _join(folder_rel, layout.result_file(k))
         check_trial_energy(events, rel, findings)
@@ -69,7 +71,9 @@ def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, 
                                              required=_format_version(trial, events) >= 2,
                                              period_s=_period(trial))
         if series is not None:
+            series_by_trial[k] = series
             check_power(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings)
+    return series_by_trial
 
 
 def _quiet_json(tree: SafeTree, rel: str) -> dict | None:

@@ -27,6 +27,7 @@ from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
 from trainmark.format.telemetry import (
     COLUMN,
+    CPU_FREQ,
     FILE_NAME,
     GAP_S,
     OTHER_CPU,
@@ -87,6 +88,8 @@ class Series:
         self.run_cpu: list[float | None] | None = None
         self.busy_elsewhere: dict[str, list[float | None]] = {}   # other.cpu_pct, cpu.steal_pct
         self.power: dict[str, list[float | None]] = {}
+        self.throttle: dict[str, list[float | None]] = {}          # <device>.throttle: NVML reason bits
+        self.freq_mhz: list[float | None] | None = None            # cpu.freq_mhz: the mean CPU clock
         self._columns: list[tuple[int, list]] = []
 
     def header(self, columns: list[str]) -> None:
@@ -98,6 +101,11 @@ class Series:
                 self._columns.append((i, self.busy_elsewhere.setdefault(c, [])))
             elif c.endswith(POWER_SUFFIX):
                 self._columns.append((i, self.power.setdefault(c[: -len(POWER_SUFFIX)], [])))
+            elif c.endswith(".throttle"):
+                self._columns.append((i, self.throttle.setdefault(c[: -len(".throttle")], [])))
+            elif c == CPU_FREQ:
+                self.freq_mhz = []
+                self._columns.append((i, self.freq_mhz))
 
     def row(self, t: float, values: list) -> None:
         self.times.append(t)

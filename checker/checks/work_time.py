@@ -27,6 +27,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from trainmark.checker.checks import evidence_interference as interference
+from trainmark.checker.checks.evidence_interference import WORK_008
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import WORK_001, WORK_002, WORK_003
 from trainmark.checker.verdict.findings import Findings
@@ -47,6 +49,8 @@ class Window:
     epoch: int
     seconds: float
     stop_line: int
+    start_ms: float = 0.0
+    stop_ms: float = 0.0
 
 
 def windows(events: list[Event], start_key: str, stop_key: str) -> dict[int, Window]:
@@ -60,7 +64,7 @@ def windows(events: list[Event], start_key: str, stop_key: str) -> dict[int, Win
         if e.key == start_key:
             opened.setdefault(epoch, e.time_ms)
         elif e.key == stop_key and epoch in opened and epoch not in closed:
-            closed[epoch] = Window(epoch, (e.time_ms - opened[epoch]) / 1000, e.line)
+            closed[epoch] = Window(epoch, (e.time_ms - opened[epoch]) / 1000, e.line, opened[epoch], e.time_ms)
     return closed
 
 
@@ -69,29 +73,50 @@ def _positive(x: Any) -> float | None:
 
 
 def check_trial(events: list[Event], record: TrialRecord, summary: dict | None, rules: BenchmarkRules,
-                findings: Findings) -> None:
+                findings: Findings, telemetry=None) -> None:
+    """``telemetry``: the trial's telemetry ``Series`` (checks/telemetry.py), whose interference evidence
+    turns a difference the disturbed windows explain into WORK-008 (a warning) instead of an error."""
     epochs = {e: w for e, w in windows(events, mllog.EPOCH_START, mllog.EPOCH_STOP).items() if w.seconds > 0}
     if not epochs:
         return  # no timed epoch: MLLOG-* and TIME-* say why
     median = statistics.median(w.seconds for w in epochs.values())
-    _fast_epochs(record, epochs, median, findings)
-    _slow_evaluations(events, record, median, rules, findings)
+    _fast_epochs(record, epochs, median, findings, telemetry)
+    _slow_evaluations(events, record, median, rules, findings, telemetry, epochs)
     peak = _positive(summary.get("peak_tflops")) if isinstance(summary, dict) else None
     if peak is not None:
         _over_peak(record, epochs, peak, findings)
 
 
-def _fast_epochs(record: TrialRecord, epochs: dict[int, Window], median: float, findings: Findings) -> None:
+def _fast(seconds: float, median: float) -> bool:
+    return seconds * FAST_EPOCH_FACTOR < median and median / FAST_EPOCH_FACTOR - seconds > NOISE_SECONDS
+
+
+def _fast_epochs(record: TrialRecord, epochs: dict[int, Window], median: float, findings: Findings,
+                 telemetry=None) -> None:
+    seconds = {e: w.seconds for e, w in epochs.items()}
+    disturbed = {e: interference.measure(telemetry, [(w.start_ms, w.stop_ms)]) for e, w in epochs.items()}
     for w in epochs.values():
-        if w.seconds * FAST_EPOCH_FACTOR < median and median / FAST_EPOCH_FACTOR - w.seconds > NOISE_SECONDS:
-            findings.add(WORK_003, record.rel, f"trial {record.trial}: epoch {w.epoch} trained in {w.seconds:.2f} s, "
-                         f"less than 1/{FAST_EPOCH_FACTOR:g} of the trial's median epoch ({median:.2f} s) for the "
-                         "same work", line=w.stop_line, expected=f">= {median / FAST_EPOCH_FACTOR:.2f} s",
+        if not _fast(w.seconds, median):
+            continue
+        comparable = interference.comparable_median(seconds, disturbed, w.epoch)
+        if not _fast(w.seconds, comparable):
+            cause = interference.explain(seconds, disturbed, w.epoch, FAST_EPOCH_FACTOR * w.seconds)
+            findings.add(WORK_008, record.rel, f"trial {record.trial}: epoch {w.epoch} trained in {w.seconds:.2f} s, "
+                         f"less than 1/{FAST_EPOCH_FACTOR:g} of the trial's median epoch ({median:.2f} s), but the "
+                         f"slower epochs ran under interference ({cause}); against the epochs no more disturbed "
+                         f"(median {comparable:.2f} s) it is not fast", line=w.stop_line,
+                         expected=f">= {median / FAST_EPOCH_FACTOR:.2f} s on a quiet machine",
                          seen=f"{w.seconds:.2f} s")
+            continue
+        which = "the trial's median epoch" if comparable == median else \
+            "the median epoch of those no more disturbed by other load"
+        findings.add(WORK_003, record.rel, f"trial {record.trial}: epoch {w.epoch} trained in {w.seconds:.2f} s, "
+                     f"less than 1/{FAST_EPOCH_FACTOR:g} of {which} ({comparable:.2f} s) for the same work",
+                     line=w.stop_line, expected=f">= {comparable / FAST_EPOCH_FACTOR:.2f} s", seen=f"{w.seconds:.2f} s")
 
 
 def _slow_evaluations(events: list[Event], record: TrialRecord, median: float, rules: BenchmarkRules,
-                      findings: Findings) -> None:
+                      findings: Findings, telemetry=None, epochs: dict[int, Window] | None = None) -> None:
     bound = eval_time_bound(rules)
     train_samples = _positive(record.value(mllog.TRAIN_SAMPLES))
     eval_samples = _positive(record.value(mllog.EVAL_SAMPLES))
@@ -99,10 +124,19 @@ def _slow_evaluations(events: list[Event], record: TrialRecord, median: float, r
         return
     per_trained = median / train_samples
     ratio_bound = float(bound["ratio"])
+    training = interference.measure(telemetry, sorted((w.start_ms, w.stop_ms) for w in (epochs or {}).values()))
     for w in windows(events, mllog.EVAL_START, mllog.EVAL_STOP).values():
         ratio = (w.seconds / eval_samples) / per_trained
         allowed = ratio_bound * per_trained * eval_samples
-        if ratio > ratio_bound and w.seconds - allowed > NOISE_SECONDS:
+        if not (ratio > ratio_bound and w.seconds - allowed > NOISE_SECONDS):
+            continue
+        disturbed = interference.measure(telemetry, [(w.start_ms, w.stop_ms)])
+        if not disturbed.no_more_than(training):
+            findings.add(WORK_008, record.rel, f"trial {record.trial}: the evaluation after epoch {w.epoch} took "
+                         f"{w.seconds:.2f} s, {ratio:.2f}x the time per sample of training (the rules allow "
+                         f"{ratio_bound:g}x), but it ran under interference: {'; '.join(disturbed.causes(training))}",
+                         line=w.stop_line, expected=f"<= {ratio_bound:g}x on a quiet machine", seen=f"{ratio:.2f}x")
+        else:
             findings.add(WORK_001, record.rel, f"trial {record.trial}: the evaluation after epoch {w.epoch} took "
                          f"{w.seconds:.2f} s for {eval_samples:.0f} samples, {ratio:.2f}x the time per sample of a "
                          f"median training epoch ({median:.2f} s for {train_samples:.0f}); the rules allow "

@@ -20,6 +20,7 @@ PER_CPU_COLUMN = re.compile(r"cpu[0-9]+\.")  # one column per CPU: in the file, 
 RUN_CPU = "run.cpu_pct"
 OTHER_CPU = "other.cpu_pct"
 STEAL_CPU = "cpu.steal_pct"
+CPU_FREQ = "cpu.freq_mhz"       # the mean clock of the CPUs (interference: a clock that dropped slows every epoch)
 POWER_SUFFIX = ".power_w"
 
 # NVML clocks-event ("throttle") reasons that slow the GPU down; idle, application clocks,
