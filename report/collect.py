@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import read_records
+from trainmark.format.timeline_read import Replay, Span
 
 
 class FolderFiles(Protocol):
@@ -109,39 +110,27 @@ def _number(x: Any) -> float | None:
 def trial_curve(events) -> tuple[list[CurvePoint], float | None]:
     """Per evaluation: the metric against the training time so far; and the samples trained.
 
-    Training time so far = (eval_start - run_start) - the evaluation windows before it, the
-    checker's definition of train time cut at each evaluation; energy the same way.
+    Training time so far = (eval_start - run_start) - the evaluation windows before it: the checker's
+    definition of train time cut at each evaluation, replayed by trainmark.format.timeline_read; energy
+    the same way.
     """
-    run_start = run_j = None
-    eval_ms, eval_j = 0.0, 0.0
-    open_ms = open_j = None
-    point: CurvePoint | None = None
+    replay = Replay(events)
+    run_start = replay.first("run")[0]
+    if run_start is None:
+        return [], None
     curve: list[CurvePoint] = []
-    samples = 0.0
-    for e in events:
-        reading = _number(e.metadata.get(mllog.ENERGY_J))
-        if e.key == mllog.RUN_START and run_start is None:
-            run_start, run_j = e.time_ms, reading
-        if run_start is None:
-            continue
-        if e.key == mllog.EPOCH_STOP:
-            samples += _number(e.metadata.get(mllog.SAMPLES)) or 0.0
-        elif e.key == mllog.EVAL_START:
-            open_ms, open_j = e.time_ms, reading
-        elif e.key == mllog.EVAL_ACCURACY and open_ms is not None:
-            metric = _number(e.value)
-            epoch = e.metadata.get(mllog.EPOCH_NUM)
-            if metric is not None and type(epoch) is int:
-                energy = None if None in (run_j, open_j, eval_j) else open_j - run_j - eval_j
-                point = CurvePoint(epoch, metric, (open_ms - run_start - eval_ms) / 1000, 0.0, 0.0, energy)
-                curve.append(point)
-        elif e.key == mllog.EVAL_STOP and open_ms is not None:
-            eval_ms += e.time_ms - open_ms
-            eval_j = None if None in (eval_j, reading, open_j) else eval_j + reading - open_j
-            if point is not None:
-                point.total_s = (e.time_ms - run_start) / 1000
-                point.eval_s = (e.time_ms - open_ms) / 1000
-            open_ms = open_j = point = None
+    last_in_window: dict[int, tuple[CurvePoint, Span]] = {}
+    for p in replay.eval_points():
+        metric, epoch = _number(p.accuracy.value), p.accuracy.metadata.get(mllog.EPOCH_NUM)
+        if metric is not None and type(epoch) is int:
+            curve.append(CurvePoint(epoch, metric, p.train_s, 0.0, 0.0, p.train_j))
+            last_in_window[id(p.span)] = (curve[-1], p.span)
+    for point, span in last_in_window.values():
+        if span.stop is not None:
+            point.total_s = (span.stop.time_ms - run_start.time_ms) / 1000
+            point.eval_s = span.seconds
+    samples = sum(_number(e.metadata.get(mllog.SAMPLES)) or 0.0
+                  for e in replay.split("epoch")[1] if e.line > run_start.line)
     return curve, (samples or None)
 
 

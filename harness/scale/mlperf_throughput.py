@@ -20,6 +20,7 @@ from pathlib import Path
 
 from trainmark.format import layout
 from trainmark.format.mllog_read import read_records
+from trainmark.format.timeline_read import Replay
 from trainmark.harness.scale import projection as scale_model
 
 FILE_CAP = 64 << 20   # an MLPerf result file is a few MB at most
@@ -91,14 +92,16 @@ def _progress(event) -> tuple[float | None, str | None]:
 def _scan(path: Path) -> dict:
     """The keys a run's figures come from; a run that did not end in success has ``status`` != success."""
     seen: dict = {"status": None}
-    for e in read_records(_read_bytes(path), strict=False):
+    events = read_records(_read_bytes(path), strict=False)
+    start, stop = Replay(events).last("run")  # the last of each
+    if start is not None:
+        seen["start_ms"] = start.time_ms
+    if stop is not None:
+        seen["stop_ms"], seen["status"] = stop.time_ms, stop.metadata.get("status")
+        seen["stop_progress"] = _progress(stop)
+    for e in events:
         if e.key in ("submission_benchmark", "global_batch_size", "train_samples") and e.key not in seen:
             seen[e.key] = e.value
-        elif e.key == "run_start":
-            seen["start_ms"] = e.time_ms
-        elif e.key == "run_stop":
-            seen["stop_ms"], seen["status"] = e.time_ms, e.metadata.get("status")
-            seen["stop_progress"] = _progress(e)
         elif e.key == "eval_accuracy":
             progress, unit = _progress(e)
             if progress is not None:
