@@ -110,14 +110,7 @@ def environment() -> dict[str, Any]:
         name = dist.metadata.get("Name")
         if name:
             dists.setdefault(name, dist.version)
-    driver = None
-    if pytorch_runtime.cuda_available():
-        try:
-            import pynvml
-            pynvml.nvmlInit()
-            driver = str(pynvml.nvmlSystemGetDriverVersion())
-        except Exception:  # noqa: BLE001 - the driver version is optional information
-            driver = None
+    driver = pytorch_runtime.driver_version()
     libraries = pytorch_runtime.library_versions()
     return {"python": sys.version, "python_implementation": platform.python_implementation(),
             "platform": platform.platform(), "torch": libraries["torch"], "cuda": libraries["cuda"],

@@ -109,11 +109,17 @@ def num_workers() -> int:
     return max(0, cpus // int(os.environ.get("LOCAL_WORLD_SIZE", 1)) - 1)
 
 
+def _has_accelerator() -> bool:
+    """Pinned host memory pays only when batches are copied to an accelerator (any type PyTorch knows)."""
+    acc = getattr(torch, "accelerator", None)
+    return bool(acc is not None and acc.is_available())
+
+
 def loader(split: ImageFolderSplit, indices: list[int], batch_size: int, seed: int, drop_last: bool) -> DataLoader:
     """Batches of ``split`` in the order of ``indices``; workers' augmentation seeded from ``seed``. Workers
     are forked, unless the split names another start method (``worker_start_method``: tfds's records)."""
     workers = num_workers()
     start = getattr(split, "worker_start_method", None) if workers else None
     return DataLoader(split, batch_size=batch_size, sampler=indices, num_workers=workers, drop_last=drop_last,
-                      pin_memory=torch.cuda.is_available(), generator=torch.Generator().manual_seed(seed),
+                      pin_memory=_has_accelerator(), generator=torch.Generator().manual_seed(seed),
                       multiprocessing_context=start)

@@ -21,7 +21,7 @@ from pathlib import Path
 def main() -> None:
     import torch
 
-    from trainmark.harness.frameworks.pytorch_runtime import cuda_uuids
+    from trainmark.harness.frameworks.pytorch_runtime import device_ids
     from trainmark.harness.measure import energy, telemetry
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -32,7 +32,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     cuda = torch.cuda.is_available()
     if cuda:
-        meter = energy.open_meter("cuda:0", cuda_indices=cuda_uuids(list(range(torch.cuda.device_count()))))
+        meter = energy.open_meter("cuda:0", device_ids=device_ids("cuda:0", list(range(torch.cuda.device_count()))))
     else:
         meter = energy.open_meter("cpu")
     meter.start()

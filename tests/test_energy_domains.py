@@ -8,7 +8,7 @@ from trainmark.harness.measure import energy
 def test_composite_reports_each_domain_and_the_total_of_its_scope(tmp_path):
     nv = FakeNVML(archs=(7, 8))
     root = make_powercap(tmp_path / "powercap", packages=((0, 10 ** 9),), dram=0)
-    m = energy.open_meter("cuda:0", rapl_root=root, pynvml=nv, cuda_indices=[0, 1], ipmitool=False)
+    m = energy.open_meter("cuda:0", rapl_root=root, pynvml=nv, device_ids=[0, 1], ipmitool=False)
     assert m.scope == "gpu0+gpu1+package-0+dram-0" and m.method == energy.MEASURED_COUNTER and m.reason is None
     m.start()
     nv.energy_mj[0] += 3000
@@ -95,7 +95,7 @@ def test_amd_gpus_are_used_when_nvml_is_missing(tmp_path):
     nv = FakeNVML()
     nv.nvmlInit = lambda: (_ for _ in ()).throw(nv.NVMLError("no NVIDIA driver"))
     smi = FakeAmdSmi(gpus=2)
-    m = energy.open_meter("cuda:1", rapl_root=tmp_path, pynvml=nv, amdsmi=smi, cuda_indices=[1], ipmitool=False)
+    m = energy.open_meter("cuda:1", rapl_root=tmp_path, pynvml=nv, amdsmi=smi, device_ids=[1], ipmitool=False)
     assert m.scope == "gpu0" and isinstance(m.meters[0], energy.AmdSmiMeter) and m.meters[0].handles == [1]
 
 

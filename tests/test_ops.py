@@ -53,13 +53,14 @@ def test_measure_picks_inner_and_repeats():
     assert t.as_dict()["spread_pct"] == 0.0
 
 
-def test_cuda_timer_uses_events_and_divides_by_inner(monkeypatch):
-    """CUDA path without a GPU: fake events report 50 ms for the loop."""
+def test_device_timer_uses_events_and_divides_by_inner(monkeypatch):
+    """An accelerator's path without one: fake device events (torch.Event) report 50 ms for the loop."""
+    from trainmark.harness.frameworks import pytorch_device
     synced = []
 
     class Event:
-        def __init__(self, enable_timing=False):
-            assert enable_timing
+        def __init__(self, device=None, enable_timing=False):
+            assert enable_timing and torch.device(device).type == "cuda"
 
         def record(self):
             pass
@@ -70,10 +71,10 @@ def test_cuda_timer_uses_events_and_divides_by_inner(monkeypatch):
         def elapsed_time(self, other):
             return 50.0
 
-    monkeypatch.setattr(torch.cuda, "Event", Event)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append("dev"))
+    monkeypatch.setattr(torch, "Event", Event)
+    monkeypatch.setattr(pytorch_device, "synchronize", lambda device=None: synced.append("dev"))
     calls = []
-    seconds = ops.CudaTimer("cuda:0").time(lambda: calls.append(1), 5)
+    seconds = ops.DeviceTimer("cuda:0").time(lambda: calls.append(1), 5)
     assert seconds == pytest.approx(0.010) and len(calls) == 5 and synced == ["dev", "end"]
 
 

@@ -100,11 +100,15 @@ def test_peak_dtype_and_precision_fallback(monkeypatch):
     assert peaks.peak_dtype("amp-bf16") == "bf16"
     assert peaks.peak_dtype("amp-fp16") == "fp16"
     assert peaks.peak_dtype("fp32", "cpu") == "fp32"
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    assert peaks.peak_dtype("fp32", "cuda") == "fp32"
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)  # cuDNN's default: convs on tensor cores
-    assert peaks.peak_dtype("fp32", "cuda") == "tf32"
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:  # set and restored by hand: torch 2.14's cuBLAS module serves allow_tf32 through __getattr__
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        assert peaks.peak_dtype("fp32", "cuda") == "fp32"
+        torch.backends.cudnn.allow_tf32 = True  # cuDNN's default: convs on tensor cores
+        assert peaks.peak_dtype("fp32", "cuda") == "tf32"
+        assert peaks.peak_dtype("fp32", "xpu") == "fp32"  # TF32 is NVIDIA's: another device type never gets it
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
     assert peaks.lookup("NVIDIA H200").peak_for_precision("fp32", "cuda") == ("tf32", 494.5)
     assert peaks.lookup("Tesla V100-SXM2-16GB").peak_for_precision("fp32", "cuda") == ("fp32", 15.7)
     assert peaks.lookup("TPU v4").peak_for_precision("amp-fp16") == ("fp16", None)

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from trainmark.format.structure import describe
+from trainmark.harness.frameworks import pytorch_device, pytorch_runtime
 from trainmark.harness.frameworks import pytorch_flops as flops
-from trainmark.harness.frameworks import pytorch_runtime
 from trainmark.harness.frameworks.distributed import Dist
 
 
@@ -19,13 +19,9 @@ def autocast_for(device: torch.device, precision: str):
     """(context factory, GradScaler or None, label) for the requested precision."""
     if precision == "fp32":
         return contextlib.nullcontext, None, "fp32"
-    if device.type == "cuda":
-        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    else:
-        dtype = torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
+    dtype = pytorch_device.amp_dtype(device)  # bf16 where the device computes it, else fp16
     label = "amp-bf16" if dtype == torch.bfloat16 else "amp-fp16"
-    return (lambda: torch.autocast(device.type, dtype=dtype)), scaler, label
+    return (lambda: pytorch_device.autocast(device, dtype)), pytorch_device.grad_scaler(device, dtype), label
 
 
 class PyTorchTrainer:
@@ -49,7 +45,7 @@ class PyTorchTrainer:
         self.train_model = self.model
         if dist.world > 1:
             self.train_model = nn.parallel.DistributedDataParallel(
-                self.model, device_ids=[device.index] if device.type == "cuda" else None)
+                self.model, device_ids=[device.index] if pytorch_device.is_accelerator(device) else None)
         self.local_batch = hp["global_batch_size"] // dist.world
         self.samples_per_step = self.local_batch * dist.world
         self.steps_per_epoch = ((ref.train_samples(data) // dist.world) // self.local_batch
@@ -57,6 +53,7 @@ class PyTorchTrainer:
         self.optimizer, self.scheduler = ref.make_optimizer(self.train_model, hp, self.steps_per_epoch)
         self.autocast, self.scaler, self.precision_used = autocast_for(device, precision)
         self.flops_per_step = count_step_flops(ref, self.model, hp, device) if count_flops else None
+        self.after_step = pytorch_device.step_hook(device)  # e.g. an XLA device's mark_step; nothing for most
         self.loss = None
         self._nonfinite = torch.zeros((), dtype=torch.bool, device=device)
 
@@ -93,6 +90,7 @@ class PyTorchTrainer:
             self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
+        self.after_step()
         self._nonfinite |= ~torch.isfinite(loss.detach())
         self.loss = loss
 

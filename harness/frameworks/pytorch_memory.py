@@ -1,12 +1,13 @@
 """PyTorch's side of the sweep's out-of-memory handling (harness/throughput/oom.py): its allocator's
-out-of-memory error, emptying the CUDA cache, the CUDA allocator's peak and cap, and a fake allocator limit.
+out-of-memory error, emptying the accelerator's cache, its allocator's peak and cap (through the device seam,
+pytorch_device.py), and a fake allocator limit.
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from trainmark.harness.frameworks import pytorch_device as _device
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -14,23 +15,19 @@ def is_oom(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError)
 
 
-def release_cuda(device) -> None:
-    """Wait for the CUDA device and hand its cached blocks back (nothing on a CPU)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()
+def release(device) -> None:
+    """Wait for the accelerator and hand its cached blocks back (nothing on a CPU)."""
+    _device.release(device)
 
 
-def cuda_peak_begin(device) -> None:
-    """Reset the CUDA allocator's peak (after the device's queued work)."""
-    torch.cuda.synchronize(device)
-    torch.cuda.reset_peak_memory_stats(device)
+def peak_begin(device) -> bool:
+    """Reset the accelerator allocator's peak (after its queued work); False where its type keeps none."""
+    return _device.peak_memory_begin(device)
 
 
-def cuda_peak_end(device) -> int:
-    """The bytes the CUDA allocator held at most in tensors since ``cuda_peak_begin``."""
-    torch.cuda.synchronize(device)
-    return int(torch.cuda.max_memory_allocated(device))
+def peak_end(device) -> int | None:
+    """The bytes the accelerator's allocator held at most in tensors since ``peak_begin``."""
+    return _device.peak_memory_end(device)
 
 
 class FakeAllocatorLimit(TorchDispatchMode):
@@ -71,12 +68,4 @@ def _flat_tensors(obj) -> list[torch.Tensor]:
     return []
 
 
-@contextlib.contextmanager
-def cuda_memory_limit(limit_bytes: int, device: torch.device):
-    """Cap the CUDA caching allocator at ``limit_bytes`` (a real allocator limit), restored after."""
-    total = torch.cuda.get_device_properties(device).total_memory
-    torch.cuda.set_per_process_memory_fraction(min(1.0, limit_bytes / total), device)
-    try:
-        yield
-    finally:
-        torch.cuda.set_per_process_memory_fraction(1.0, device)
+memory_limit = _device.memory_limit  # a real allocator cap where the device type has one

@@ -11,23 +11,25 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from trainmark.harness.frameworks import pytorch_device as _device
 from trainmark.harness.frameworks import pytorch_flops as _flops
 
 DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-class CudaTimer:
-    """CUDA events around the loop: the device's own clock, no host launch gaps counted twice."""
+class DeviceTimer:
+    """The device's own events around the loop (any accelerator type: ``torch.Event``): its clock, no
+    host launch gaps counted twice."""
 
     def __init__(self, device):
         self.device = torch.device(device)
 
     def sync(self) -> None:
-        torch.cuda.synchronize(self.device)
+        _device.synchronize(self.device)
 
     def time(self, fn: Callable[[], object], inner: int) -> float:
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        start = torch.Event(self.device, enable_timing=True)
+        end = torch.Event(self.device, enable_timing=True)
         self.sync()
         start.record()
         for _ in range(inner):
@@ -35,6 +37,11 @@ class CudaTimer:
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1000.0 / inner
+
+
+def has_tf32(device) -> bool:
+    """TF32 is a mode of NVIDIA tensor cores (the CUDA build, not ROCm's)."""
+    return torch.device(device).type == "cuda" and not getattr(torch.version, "hip", None)
 
 
 @contextlib.contextmanager

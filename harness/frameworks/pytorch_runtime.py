@@ -8,29 +8,18 @@ at module level today), so that this package is the only one that imports torch.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
 import torch
 
-from trainmark.errors import UserError
+from trainmark.harness.frameworks import pytorch_device as _device
 
 Device = torch.device
 
 
 def check_device(device: str) -> torch.device:
-    """``--device``: cpu, cuda or cuda:INDEX, present on this machine; a UserError otherwise."""
-    if device == "cpu":
-        return torch.device("cpu")
-    m = re.fullmatch(r"cuda(?::(\d+))?", device)
-    if not m:
-        raise UserError(f"--device {device!r}: use cpu, cuda or cuda:INDEX")
-    if not torch.cuda.is_available():
-        raise UserError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
-    index = int(m.group(1) or 0)
-    if index >= torch.cuda.device_count():
-        raise UserError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) here")
-    return torch.device("cuda", index)
+    """``--device``: auto, cpu or TYPE[:INDEX] present here (the seam: pytorch_device.resolve)."""
+    return _device.resolve(device)
 
 
 def as_device(device) -> torch.device:
@@ -38,53 +27,48 @@ def as_device(device) -> torch.device:
     return torch.device(device)
 
 
-def cuda_device(index: int) -> torch.device:
-    """CUDA device ``index`` (a rank's local GPU)."""
-    return torch.device("cuda", index)
+# The device seam's answers, under the names the harness has always asked by.
+is_accelerator = _device.is_accelerator
+local_device = _device.local
+device_name = _device.name
+device_description = _device.describe
+device_ids = _device.ids
+device_banner = _device.banner
 
 
 def synchronize(device=None) -> None:
-    """Wait for the CUDA device's queued work (``device`` None: the current device); nothing on a CPU."""
-    if device is None:
-        torch.cuda.synchronize()
-    elif torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
+    """Wait for the device's queued work (nothing on a CPU): the seam's call, looked up when called."""
+    _device.synchronize(device)
 
 
-def cuda_available() -> bool:
-    return torch.cuda.is_available()
+def accelerator_available() -> bool:
+    return _device.accelerator() is not None
 
 
-def cuda_name(device) -> str:
-    return torch.cuda.get_device_name(device)
-
-
-def cuda_capability(device) -> str:
-    """The CUDA device's compute capability, '9.0'."""
-    return ".".join(map(str, torch.cuda.get_device_capability(device)))
-
-
-def cuda_uuids(torch_indices: list[int]) -> list[int | str]:
-    """NVML identifiers of torch's CUDA devices: UUIDs where torch reports them, else the index."""
-    out: list[int | str] = []
-    for i in torch_indices:
-        uuid = getattr(torch.cuda.get_device_properties(i), "uuid", None)
-        out.append(f"GPU-{uuid}" if uuid is not None else i)
-    return out
-
-
-def cuda_description(device: str) -> dict[str, Any] | None:
-    """The accelerator fields of a system description for ``device`` ('cuda:i'); None without CUDA."""
-    if not (device.startswith("cuda") and torch.cuda.is_available()):
-        return None
-    props = torch.cuda.get_device_properties(torch.device(device))
-    return {"accelerator_model_name": props.name, "accelerators_per_node": str(torch.cuda.device_count()),
-            "accelerator_memory_capacity": f"{props.total_memory / 1024 ** 3:.0f} GB"}
+def capability(device) -> str | None:
+    """The device's compute capability ('9.0') where its type reports one (CUDA, ROCm), else None."""
+    props = _device.properties(device)
+    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
+    return f"{major}.{minor}" if major is not None else None
 
 
 def versions() -> tuple[str, str | None]:
-    """(torch's version, the CUDA version it was built with, or None)."""
-    return torch.__version__, torch.version.cuda
+    """(torch's version, the accelerator runtime it was built with: 'CUDA 13.0', 'ROCm 6.4', or None)."""
+    acc = _device.accelerator()
+    return torch.__version__, _device.runtime_version(acc.type) if acc is not None else None
+
+
+def driver_version() -> str | None:
+    """The accelerator driver's version where its vendor library reports one (NVML for NVIDIA), else None."""
+    acc = _device.accelerator()
+    if acc is None or acc.type != "cuda" or getattr(torch.version, "hip", None):
+        return None
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        return str(pynvml.nvmlSystemGetDriverVersion())
+    except Exception:  # noqa: BLE001 - the driver version is optional information
+        return None
 
 
 def library_versions() -> dict[str, Any]:
@@ -110,8 +94,10 @@ def seed_reference(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def tf32_enabled() -> bool:
-    """Whether matmuls or cuDNN convolutions may run in TF32 (cuDNN's may by default)."""
+def tf32_enabled(device_type: str = "cuda") -> bool:
+    """Whether matmuls or cuDNN convolutions may run in TF32 (cuDNN's may by default) on this device type."""
+    if device_type != "cuda" or getattr(torch.version, "hip", None):
+        return False
     return bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
 
 

@@ -10,21 +10,19 @@ from typing import Callable
 import torch
 import torch.distributed as tdist
 
-from trainmark.harness.frameworks import distributed
+from trainmark.harness.frameworks import distributed, pytorch_device
 
 
 def join(device_name: str) -> tuple[torch.device, distributed.Dist]:
     """This rank's device and its place in the process group torchrun describes (a CUDA rank: its local GPU)."""
     device = torch.device(device_name)
     dist = distributed.init(str(device))
-    if device.type == "cuda":
-        device = torch.device("cuda", dist.local_rank)
-    return device, dist
+    return pytorch_device.local(device, dist.local_rank), dist
 
 
 def synchronizer(device: torch.device) -> Callable[[], None]:
     """Wait for ``device``'s queued work (nothing on a CPU)."""
-    return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    return pytorch_device.synchronizer(device)
 
 
 def group_facts(dist: distributed.Dist) -> dict:

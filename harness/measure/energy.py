@@ -591,30 +591,43 @@ class TdpEstimateMeter(MeterBase):
         return self.watts * (self._clock() - self._t0)
 
 
-def open_meter(device: str, estimate_watts: float | None = None, rapl_root: str | Path = "/sys/class/powercap",
-               pynvml=None, cuda_indices: list[int | str] | None = None, amdsmi=None,
-               ipmitool: str | None | bool = None):
-    """Every energy domain this node offers for ``device`` ('cpu' or 'cuda:i'), as one meter.
+def _accelerator_meter(kind: str, indices: list[int | str], pynvml, amdsmi, vendor_fakes: dict):
+    """The meter of accelerator type ``kind``: NVML, else amdsmi, for 'cuda' (CUDA and ROCm); the vendor
+    meters for the other types; MeterUnavailable naming every reason."""
+    if kind != "cuda":
+        from trainmark.harness.measure.vendor_meters import open_accelerator_meter
+        return open_accelerator_meter(kind, indices, **vendor_fakes)
+    try:
+        return NvmlMeter(indices, pynvml=pynvml)
+    except MeterUnavailable as nv_exc:
+        try:
+            ints = [i for i in indices if isinstance(i, int)]
+            return AmdSmiMeter(ints if len(ints) == len(indices) else None, amdsmi=amdsmi)
+        except MeterUnavailable as amd_exc:
+            raise MeterUnavailable(f"{nv_exc}; {amd_exc}") from None
 
-    GPUs (NVML, else amdsmi) for a CUDA/ROCm device, CPU packages and DRAM (RAPL), the node
+
+def open_meter(device: str, estimate_watts: float | None = None, rapl_root: str | Path = "/sys/class/powercap",
+               pynvml=None, device_ids: list[int | str] | None = None, amdsmi=None,
+               ipmitool: str | None | bool = None, **vendor_fakes):
+    """Every energy domain this node offers for ``device`` ('cpu', 'cuda:i', 'xpu:i', ...), as one meter.
+
+    The accelerators through their vendor's interface (NVML, else amdsmi, for a CUDA/ROCm device;
+    harness/measure/vendor_meters.py for Intel GPUs, Gaudi and Ascend; ``device_ids``: the local
+    devices to meter, UUIDs or indices), CPU packages and DRAM (RAPL), the node
     (IPMI DCMI; ``ipmitool=False`` skips it). The total is null with a reason when the device's
     own domain cannot be measured; an estimate is used only when ``estimate_watts`` is given
     and nothing can be measured.
     """
     meters, unavailable = [], []
-    if device.startswith("cuda"):
-        indices = cuda_indices if cuda_indices is not None else [int(device.partition(":")[2] or 0)]
-        required: tuple[str, ...] = (GPU,)
+    kind, _, index = device.partition(":")
+    required: tuple[str, ...] = (CPU_PACKAGE,) if kind == "cpu" else (GPU,)
+    if kind != "cpu":
+        indices = device_ids if device_ids is not None else [int(index or 0)]
         try:
-            meters.append(NvmlMeter(indices, pynvml=pynvml))
-        except MeterUnavailable as nv_exc:
-            try:
-                ints = [i for i in indices if isinstance(i, int)]
-                meters.append(AmdSmiMeter(ints if len(ints) == len(indices) else None, amdsmi=amdsmi))
-            except MeterUnavailable as amd_exc:
-                unavailable.append(Domain("gpu", GPU, UNAVAILABLE, "", f"{nv_exc}; {amd_exc}"))
-    else:
-        required = (CPU_PACKAGE,)
+            meters.append(_accelerator_meter(kind, indices, pynvml, amdsmi, vendor_fakes))
+        except MeterUnavailable as exc:
+            unavailable.append(Domain("gpu", GPU, UNAVAILABLE, "", str(exc)))
     try:
         meters.append(RaplMeter(rapl_root))
     except MeterUnavailable as exc:

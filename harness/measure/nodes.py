@@ -83,16 +83,13 @@ class NodeSumMeter(energy.MeterBase):
             self.local.stop()
 
 
-def open_node_meter(device, dist, estimate_watts: float | None, cuda_uuids=None) -> NodeSumMeter:
+def open_node_meter(device, dist, estimate_watts: float | None, device_ids=None) -> NodeSumMeter:
     """Each node's local rank 0 meters its node; every rank gets the sum (collective: call on all ranks)."""
     nnodes, node, local_world = topology(dist)
     local = None
     if dist.local_rank == 0:
-        if device.type == "cuda":
-            ids = cuda_uuids(list(range(local_world))) if cuda_uuids else list(range(local_world))
-            local = energy.open_meter(str(device), estimate_watts, cuda_indices=ids)
-        else:
-            local = energy.open_meter("cpu", estimate_watts)
+        ids = device_ids(device, list(range(local_world))) if device_ids else list(range(local_world))
+        local = energy.open_meter(str(device), estimate_watts, device_ids=ids)
     return NodeSumMeter(local, dist, device, nnodes, node)
 
 

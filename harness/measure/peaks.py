@@ -75,11 +75,22 @@ _AMD_MI300 = ("AMD Instinct MI300X / MI325X accelerator data sheets (amd.com/en/
               "instinct/mi300/...; 'Peak ... Performance' rows, not the 'with Structured Sparsity' rows)")
 _AMD_MI250 = ("AMD Instinct MI250X accelerator data sheet (amd.com/en/products/accelerators/instinct/"
               "mi200/mi250x.html; Peak FP32 Matrix 95.7 TF, Peak FP16/BF16 383 TF)")
+_NV_B300 = ("NVIDIA HGX B300 specifications (nvidia.com/en-us/data-center/hgx/, 'HGX B300' column divided by "
+            "its 8 GPUs; tensor figures with sparsity, halved here)")
+_AMD_MI355 = ("AMD Instinct MI355X accelerator data sheet (amd.com/en/products/accelerators/instinct/mi350/"
+              "mi355x.html; 'Peak ... Performance' rows, not the 'with Structured Sparsity' rows; no TF32)")
+_INTEL_GAUDI = ("Intel Gaudi {} AI accelerator white paper / product brief (intel.com, 'Gaudi {}' MME "
+                "BF16 and FP8 dense throughput)")
+_INTEL_MAX = ("Intel Data Center GPU Max Series product brief (intel.com, 'Max 1550' / 'Max 1100' peak "
+              "vector FP32 and XMX TF32/BF16/FP16 throughput)")
 _GOOGLE_TPU = "Google Cloud TPU documentation, system architecture page of each version (cloud.google.com/tpu/docs/{})"
 
 # Order matters: the first entry whose regex matches wins, so variants come before the family.
 TABLE: tuple[DevicePeak, ...] = (
     # ------------------------------------------------------------------ NVIDIA
+    DevicePeak("nvidia-b300", "NVIDIA B300 (HGX, Blackwell Ultra)", {
+        "fp32": 75.0, "tf32": _half(2200), "bf16": _half(4500), "fp16": _half(4500), "fp8": _half(9000)},
+        _NV_B300, mem_bw_gbs=8000, match=r"\bg?b300\b"),
     DevicePeak("nvidia-gb200", "NVIDIA GB200 (Blackwell GPU)", {
         "fp32": 80.0, "tf32": _half(2500), "bf16": _half(5000), "fp16": _half(5000), "fp8": _half(10000)},
         _NV_BLACKWELL, mem_bw_gbs=8000, match=r"\bgb200\b"),
@@ -129,6 +140,9 @@ TABLE: tuple[DevicePeak, ...] = (
         "fp32": 30.3, "tf32": _half(120), "bf16": _half(242), "fp16": _half(242), "fp8": _half(485)},
         _NV_L4, mem_bw_gbs=300, match=r"\bl4\b"),
     # ------------------------------------------------------------------ AMD
+    DevicePeak("amd-mi355x", "AMD Instinct MI355X", {
+        "fp32": 157.3, "bf16": 2516.6, "fp16": 2516.6, "fp8": 5033.2},
+        _AMD_MI355, mem_bw_gbs=8000, match=r"\bmi35[05]x?\b", note="fp32 = Peak FP32 Matrix"),
     DevicePeak("amd-mi325x", "AMD Instinct MI325X", {
         "fp32": 163.4, "tf32": 653.7, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9},
         _AMD_MI300, mem_bw_gbs=6000, match=r"\bmi325x?\b", note="fp32 = Peak FP32 Matrix"),
@@ -140,6 +154,17 @@ TABLE: tuple[DevicePeak, ...] = (
         _AMD_MI250, mem_bw_gbs=3276.8, match=r"\bmi250x?\b",
         note="fp32 = Peak FP32 Matrix (vector 47.9). ROCm shows each of the two dies as one device: "
              "a single torch device has half these rates"),
+    # ------------------------------------------------------------------ Intel
+    DevicePeak("intel-gaudi3", "Intel Gaudi 3", {"bf16": 1835.0, "fp8": 1835.0},
+               _INTEL_GAUDI.format(3, 3), mem_bw_gbs=3700, match=r"gaudi\s*3|\bhl\s*32[58]"),
+    DevicePeak("intel-gaudi2", "Intel Gaudi 2", {"bf16": 432.0, "fp8": 865.0},
+               _INTEL_GAUDI.format(2, 2), mem_bw_gbs=2450, match=r"gaudi\s*2|\bhl\s*225"),
+    DevicePeak("intel-max-1550", "Intel Data Center GPU Max 1550", {
+        "fp32": 52.4, "tf32": 419.4, "bf16": 838.9, "fp16": 838.9},
+        _INTEL_MAX, mem_bw_gbs=3276.8, match=r"\bmax\s*1550\b"),
+    DevicePeak("intel-max-1100", "Intel Data Center GPU Max 1100", {
+        "fp32": 22.2, "tf32": 177.6, "bf16": 355.2, "fp16": 355.2},
+        _INTEL_MAX, mem_bw_gbs=1228.8, match=r"\bmax\s*1100\b"),
     # ------------------------------------------------------------------ Google TPU (bf16 only)
     DevicePeak("google-tpu-v6e", "Google TPU v6e (Trillium)", {"bf16": 918.0},
                _GOOGLE_TPU.format("v6e"), mem_bw_gbs=1638, match=r"tpu\s*v6|trillium"),
@@ -176,11 +201,16 @@ def lookup(device_name: str) -> DevicePeak | None:
 #   bf16 amx_bf16: 1024 (Intel: an AMX unit does 1024 BF16 FLOPs per cycle per core);
 #   bf16 avx512_bf16: VDPBF16PS does 32 bf16 products summed into 16 fp32 lanes = 64 FLOPs, 2 pipes = 128.
 #   fp16 amx_fp16: 1024; avx512_fp16: 2 × 32 lanes × 2 = 128.
+# Arm (the 'Features' line): asimd (NEON, 128 bits): 2 pipes × 4 lanes × 2 = 16; sve: 32 (Neoverse V1's
+#   2 × 256-bit pipes and V2's 4 × 128-bit pipes both give 32; an upper bound on N2's 2 × 128-bit);
+#   bf16 BFMMLA/BFDOT: twice the fp32 rate of the same vectors (64 with SVE, 32 with NEON alone).
 # Without bf16/fp16 instructions, kernels convert to fp32 and run at the fp32 rate.
 CPU_FLOPS_PER_CYCLE: dict[str, tuple[tuple[frozenset, int], ...]] = {
     "fp32": ((frozenset({"avx512f"}), 64), (frozenset({"avx2", "fma"}), 32),
-             (frozenset({"avx"}), 16), (frozenset({"sse2"}), 8)),
-    "bf16": ((frozenset({"amx_bf16"}), 1024), (frozenset({"avx512_bf16"}), 128)),
+             (frozenset({"avx"}), 16), (frozenset({"sse2"}), 8),
+             (frozenset({"sve"}), 32), (frozenset({"asimd"}), 16)),
+    "bf16": ((frozenset({"amx_bf16"}), 1024), (frozenset({"avx512_bf16"}), 128),
+             (frozenset({"sve", "bf16"}), 64), (frozenset({"asimd", "bf16"}), 32)),
     "fp16": ((frozenset({"amx_fp16"}), 1024), (frozenset({"avx512_fp16"}), 128)),
 }
 
@@ -195,7 +225,9 @@ def _parse_cpuinfo(text: str) -> tuple[list[dict[str, str]], set[str]]:
                 entry[k.strip()] = v.strip()
         if "processor" in entry:
             blocks.append(entry)
-    flags = set(blocks[0].get("flags", "").split()) if blocks else set()
+    first = blocks[0] if blocks else {}
+    flags = set((first.get("flags") or first.get("Features", "")).split())  # x86 'flags', Arm 'Features'
+
     return blocks, flags
 
 
@@ -207,6 +239,16 @@ def _flops_per_cycle(dtype: str, flags: set[str]) -> tuple[int, str] | None:
         fp32 = _flops_per_cycle("fp32", flags)
         return (fp32[0], f"{fp32[1]} (no {dtype} instructions: fp32 rate)") if fp32 else None
     return None
+
+
+ARM_PARTS = {"0xd0c": "Arm Neoverse N1", "0xd49": "Arm Neoverse N2", "0xd8e": "Arm Neoverse N3",
+             "0xd40": "Arm Neoverse V1", "0xd4f": "Arm Neoverse V2", "0xd84": "Arm Neoverse V3"}
+
+
+def _arm_model(block: dict[str, str]) -> str:
+    """An Arm core's name from its 'CPU part' (cpuinfo has no 'model name' there), else 'CPU'."""
+    part = block.get("CPU part", "").lower()
+    return ARM_PARTS.get(part, f"Arm CPU part {part}" if part else "CPU")
 
 
 def cpu_peak(cpuinfo_path: str = "/proc/cpuinfo", *, cpus: int | None = None,
@@ -240,7 +282,7 @@ def cpu_peak(cpuinfo_path: str = "/proc/cpuinfo", *, cpus: int | None = None,
         if found:
             tflops[dtype] = round(cores * clock_ghz * found[0] / 1000, 6)
             isa[dtype] = {"flops_per_cycle": found[0], "isa": found[1]}
-    model = blocks[0].get("model name", "CPU")
+    model = blocks[0].get("model name") or _arm_model(blocks[0])
     formula = " ; ".join(f"{d}: {cores} cores × {clock_ghz:.3f} GHz × {isa[d]['flops_per_cycle']} "
                          f"FLOP/cycle ({isa[d]['isa']})" for d in tflops)
     return DevicePeak(
@@ -263,9 +305,7 @@ def device_peak(device) -> DevicePeak | None:
             return cpu_peak(cpus=cpus)
         except (OSError, ValueError):  # no /proc/cpuinfo (not Linux) or no usable entry
             return None
-    if device.type == "cuda":
-        return lookup(pytorch_runtime.cuda_name(device))
-    return None
+    return lookup(pytorch_runtime.device_name(device))  # any accelerator: the name its driver reports
 
 
 def peak_dtype(precision: str, device_type: str = "cuda") -> str:
@@ -285,9 +325,9 @@ def peak_dtype(precision: str, device_type: str = "cuda") -> str:
     if p in ("fp32", "float32", "tf32"):
         if p == "tf32":
             return "tf32"
-        if device_type == "cuda":
+        if device_type != "cpu":
             from trainmark.harness.frameworks import pytorch_runtime
-            if pytorch_runtime.tf32_enabled():
+            if pytorch_runtime.tf32_enabled(device_type):
                 return "tf32"
         return "fp32"
     raise ValueError(f"unknown precision {precision!r}")

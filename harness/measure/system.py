@@ -102,7 +102,8 @@ def detect(device: str = "cpu") -> dict[str, Any]:
     """Facts about this machine and its software; no network, no hardware writes."""
     from trainmark.harness.frameworks import pytorch_runtime
 
-    torch_version, cuda_version = pytorch_runtime.versions()
+    libraries = pytorch_runtime.library_versions()
+    torch_version, cuda_version = libraries["torch"], libraries["cuda"]
     versions = {p: _version(p) for p in
                 ("torch", "torchvision", "torchaudio", "numpy", "mlperf-logging", "nvidia-ml-py")}
     desc: dict[str, Any] = {field: "" for field in MLPERF_REQUIRED_FIELDS}
@@ -128,15 +129,12 @@ def detect(device: str = "cpu") -> dict[str, Any]:
         "python_version": platform.python_version(),
         "trainmark_version": __version__,
     })
-    accelerator = pytorch_runtime.cuda_description(device)
+    accelerator = pytorch_runtime.device_description(device)  # from the device type's own API
     if accelerator is not None:
-        desc.update(accelerator)
-        try:
-            import pynvml
-            pynvml.nvmlInit()
-            desc["accelerator_driver_version"] = str(pynvml.nvmlSystemGetDriverVersion())
-        except Exception:  # noqa: BLE001 - the driver version is optional information
-            pass
+        desc.update({k: v for k, v in accelerator.items() if v})
+        driver = pytorch_runtime.driver_version()
+        if driver:
+            desc["accelerator_driver_version"] = driver
     return desc
 
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from trainmark.harness.frameworks import pytorch_memory
-from trainmark.harness.frameworks.pytorch_memory import FakeAllocatorLimit, cuda_memory_limit
+from trainmark.harness.frameworks.pytorch_memory import FakeAllocatorLimit, memory_limit
 
 __all__ = ["is_oom", "release_memory", "SearchResult", "largest_fitting", "FakeAllocatorLimit",
-           "cuda_memory_limit", "PeakMemory"]
+           "memory_limit", "PeakMemory"]
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -30,7 +30,7 @@ def is_oom(exc: BaseException) -> bool:
 def release_memory(device) -> None:
     """Drop what a failed step left behind, so the next probe starts from the same state."""
     gc.collect()
-    pytorch_memory.release_cuda(device)
+    pytorch_memory.release(device)
 
 
 @dataclass
@@ -88,7 +88,7 @@ def largest_fitting(fits: Callable[[int], bool], start: int = 1, limit: int = 1 
 class PeakMemory:
     """Peak memory of one measurement window.
 
-    CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` (tensors only,
+    An accelerator: its device module's ``max_memory_allocated`` after ``reset_peak_memory_stats`` (tensors only,
     not the allocator's cache). CPU: the process's peak resident set (``VmHWM``), reset by writing
     5 to ``/proc/self/clear_refs`` (Linux >= 4.0): the whole process, Python and libraries included.
     """
@@ -99,9 +99,8 @@ class PeakMemory:
         self.reason: str | None = None
 
     def begin(self) -> None:
-        if self.device.type == "cuda":
-            pytorch_memory.cuda_peak_begin(self.device)
-            self.method = "cuda-max-memory-allocated"
+        if self.device.type != "cpu" and pytorch_memory.peak_begin(self.device):
+            self.method = f"{self.device.type}-max-memory-allocated"
             return
         try:
             with open(f"{self.proc}/clear_refs", "w") as fh:
@@ -111,8 +110,8 @@ class PeakMemory:
             self.method, self.reason = None, f"cannot reset the peak RSS: {exc.strerror or exc}"
 
     def end(self) -> int | None:
-        if self.device.type == "cuda":
-            return pytorch_memory.cuda_peak_end(self.device)
+        if self.device.type != "cpu" and self.method and self.method.endswith("-max-memory-allocated"):
+            return pytorch_memory.peak_end(self.device)
         if self.method is None:
             return None
         try:

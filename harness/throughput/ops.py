@@ -41,7 +41,7 @@ FORMAT = artifacts.OPS_FORMAT
 # (the lent H200 measured 769-798 of 989 TFLOP/s bf16, 78-81 %); 80 % is where we call it confirmed.
 CONFIRM_FRACTION = 0.80
 DTYPES = pytorch_ops.DTYPES  # the dtypes measured, by name
-CudaTimer = pytorch_ops.CudaTimer
+DeviceTimer = pytorch_ops.DeviceTimer
 
 
 @dataclass(frozen=True)
@@ -149,8 +149,8 @@ class CpuTimer:
         return (time.perf_counter() - start) / inner
 
 
-def timer_for(device) -> CpuTimer | CudaTimer:
-    return CudaTimer(device) if runtime.as_device(device).type == "cuda" else CpuTimer()
+def timer_for(device) -> CpuTimer | DeviceTimer:
+    return DeviceTimer(device) if runtime.is_accelerator(device) else CpuTimer()
 
 
 def measure(fn: Callable[[], object], timer, *, warmup_s: float = 0.1, repeats: int = 5,
@@ -202,8 +202,8 @@ def _memory_cases(device, quick: bool,
 
 def _device_name(device) -> str:
     device = runtime.as_device(device)
-    if device.type == "cuda":
-        return runtime.cuda_name(device)
+    if runtime.is_accelerator(device):
+        return runtime.device_name(device)
     peak = _peaks.device_peak(device) if device.type == "cpu" else None
     return peak.name if peak else str(device)
 
@@ -217,8 +217,8 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
     ``framework="tensorflow"``: the matmul, conv2d and memory cases run in TensorFlow
     (harness/frameworks/tensorflow_ops.py)."""
     device = runtime.as_device(device)
-    if device.type == "cuda" and not runtime.cuda_available():
-        raise RuntimeError("CUDA requested but torch.cuda.is_available() is False")
+    if runtime.is_accelerator(device) and not runtime.accelerator_available():
+        raise RuntimeError(f"{device.type} requested but this process sees no accelerator")
     ops, passes, dtypes = list(ops), list(passes), list(dtypes)
     repeats = repeats or (3 if quick else 5)
     target_s = target_s or (0.01 if quick else (0.05 if device.type == "cpu" else 0.1))
@@ -239,7 +239,7 @@ def run_ops(device="cpu", dtypes: Iterable[str] = ("fp32",), *, ops: Iterable[st
         if reason is not None:
             skipped.append({"dtype": dtype_name, "reason": reason})
             continue
-        with pytorch_ops.tf32(dtype_name == "tf32") if device.type == "cuda" else contextlib.nullcontext():
+        with pytorch_ops.tf32(dtype_name == "tf32") if pytorch_ops.has_tf32(device) else contextlib.nullcontext():
             _compute_cases(shapes, dtype_name, passes, device, kernels, timer, timing,
                            peak.peak(dtype_name) if peak else None, flop_cache, results, skipped, emit)
     if numpy_backend and device.type == "cpu" and "fp32" in dtypes and "fwd" in passes:
@@ -286,7 +286,7 @@ def _dtype_skipped(dtype_name: str, device) -> str | None:
     if dtype_name not in DTYPES:
         return "fp8 GEMMs need torch._scaled_mm with scale factors; not measured" if dtype_name == "fp8" \
             else "unknown dtype"
-    if dtype_name == "tf32" and device.type != "cuda":
+    if dtype_name == "tf32" and not pytorch_ops.has_tf32(device):
         return "TF32 exists only on NVIDIA tensor cores"
     return None
 
@@ -344,9 +344,9 @@ def _device_info(device: runtime.Device, framework: str = "pytorch") -> dict:
     if framework == "tensorflow":  # the kernels timed are TensorFlow's: name its version beside torch's
         from trainmark.harness.frameworks import tensorflow_ops
         info["tensorflow"] = tensorflow_ops.version()
-    if device.type == "cuda":
-        info["cuda"] = runtime.versions()[1]
-        info["capability"] = runtime.cuda_capability(device)
+    if runtime.is_accelerator(device):
+        info["runtime"] = runtime.versions()[1]
+        info["capability"] = runtime.capability(device)
     if device.type == "cpu":
         info["openblas_coretype_env"] = os.environ.get("OPENBLAS_CORETYPE")
     return info

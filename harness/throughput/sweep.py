@@ -139,7 +139,7 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
     loaded dataset for real-data points, None for synthetic. ``meter``: an energy meter
     (``trainmark.harness.measure.energy``), None for none. ``allocator_limit``: a context-manager factory
     entered around every training step, e.g. ``lambda: FakeAllocatorLimit(n)`` (a real CUDA cap,
-    ``oom.cuda_memory_limit``, is entered once around the whole sweep by the caller).
+    ``oom.memory_limit``, is entered once around the whole sweep by the caller).
     ``ceilings``: measured TFLOPS per dtype from ``trainmark ops``.
     """
     device = runtime.as_device(device)
@@ -149,7 +149,7 @@ def run_sweep(ref, hp: dict, device, settings: SweepSettings, *, benchmark: str 
         from trainmark.harness.measure.energy import NullMeter
         meter = NullMeter("no energy meter given")
     name = benchmark or getattr(ref, "name", type(ref).__name__)
-    device_name = (runtime.cuda_name(device) if device.type == "cuda"
+    device_name = (runtime.device_name(device) if runtime.is_accelerator(device)
                    else peak.name if peak else str(device))
     common = {"benchmark": name, "device": str(device), "device_name": device_name,
               "data": "real" if data is not None else "synthetic", "warmup_steps": settings.warmup_steps,

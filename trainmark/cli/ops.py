@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 import sys
 
-from trainmark.cli.arguments import csv_items, device_of, ops_args
+from trainmark.cli.arguments import DEVICE_HELP, csv_items, device_of, ops_args
 from trainmark.errors import UserError
 from trainmark.harness.frameworks.backend import BACKENDS  # stdlib only: keeps --help light
 
-OPS_DEFAULT_DTYPES = {"cpu": "fp32,bf16", "cuda": "fp32,tf32,bf16,fp16"}
+OPS_DEFAULT_DTYPES = {"cpu": "fp32,bf16", "accelerator": "fp32,tf32,bf16,fp16"}  # tf32: NVIDIA only, else skipped
 
 
 DESCRIPTION = """\
@@ -29,9 +29,10 @@ def register(sub) -> None:
 
     p = command(sub, "ops", help="matmul/conv2d/bandwidth microbenchmarks against the datasheet peak",
                 description=DESCRIPTION, examples=EXAMPLES)
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--dtype", help="comma-separated: fp32, tf32 (CUDA), bf16, fp16 "
-                                   f"(default: cpu {OPS_DEFAULT_DTYPES['cpu']}; cuda {OPS_DEFAULT_DTYPES['cuda']})")
+                                   f"(default: cpu {OPS_DEFAULT_DTYPES['cpu']}; "
+                                   f"an accelerator {OPS_DEFAULT_DTYPES['accelerator']})")
     p.add_argument("--op", default="matmul,conv2d,memory",
                    help="which benchmarks (default: %(default)s); allreduce alone: the link for 'trainmark scale'")
     p.add_argument("--pass", dest="passes", default="fwd,bwd", help="fwd, bwd or both (default: %(default)s)")
@@ -57,7 +58,7 @@ def cmd_ops(args) -> int:
     device = device_of(args.device)
     if args.framework != "pytorch" and device.type != "cpu":
         raise UserError(f"--framework {args.framework}: only --device cpu for now")
-    dtypes = csv_items(args.dtype or OPS_DEFAULT_DTYPES.get(device.type, "fp32"))
+    dtypes = csv_items(args.dtype or OPS_DEFAULT_DTYPES["cpu" if device.type == "cpu" else "accelerator"])
     bad = [d for d in dtypes if d not in (*ops.DTYPES, "fp8")]
     if bad:
         raise UserError(f"--dtype {','.join(bad)}: use fp32, tf32, bf16, fp16")
@@ -111,7 +112,7 @@ def cmd_allreduce(args, op_list: list[str], entry: list[str] | None = None) -> i
                         "measure matmul, conv2d and memory in a separate call")
     if args.repeats is not None and args.repeats < 1:
         raise UserError("--repeats must be at least 1")
-    report = saturation.measure_allreduce(args.nproc, args.device, steps=3 if args.quick else 5,
+    report = saturation.measure_allreduce(args.nproc, str(device_of(args.device)), steps=3 if args.quick else 5,
                                      repeats=args.repeats or (2 if args.quick else 3), entry=entry)
     print(saturation.format_allreduce(report), file=sys.stderr if is_stdout(args.json_path) else sys.stdout)
     if args.json_path:

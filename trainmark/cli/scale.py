@@ -72,7 +72,8 @@ def register(sub) -> None:
     launch.add_argument("--nnodes", type=int, default=1, help="nodes; run the same command on each (default: 1)")
     launch.add_argument("--node-rank", type=int, default=0, help="this node's rank when --nnodes > 1")
     launch.add_argument("--rdzv-endpoint", help="HOST:PORT of node 0 (c10d rendezvous) when --nnodes > 1")
-    launch.add_argument("--device", default="cpu", help="cpu or cuda (each rank takes the GPU of its local rank)")
+    launch.add_argument("--device", default="auto", help="auto, cpu or an accelerator type (each rank takes the "
+                                                         "device of its local rank) (default: auto)")
     launch.add_argument("--precision", default="fp32", choices=["fp32", "amp"], help="fp32 (default) or amp")
     launch.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
                         help="synthetic: one resident batch (no input pipeline, no network); real: the dataset")
@@ -194,7 +195,7 @@ def settings_from_args(args):
             raise UserError(f"--link-*: {exc}") from None
     s = scale.ScaleSettings(
         benchmark=rules.name, nprocs=nprocs, global_batch=batch, nnodes=args.nnodes, node_rank=args.node_rank,
-        rdzv_endpoint=args.rdzv_endpoint, device=args.device, precision=args.precision, data=args.data,
+        rdzv_endpoint=args.rdzv_endpoint, device=_device_type(args.device), precision=args.precision, data=args.data,
         data_dir=args.data_dir, steps=args.steps, warmup_steps=args.warmup_steps, repeats=args.repeats,
         min_gain=args.min_gain, rules_version=rules.version, rules_dir=args.rules_dir, timeout_s=args.timeout,
         link=link, overlap=None if args.overlap is None else _fraction(args.overlap, 0.0, "--overlap"),
@@ -255,3 +256,9 @@ def cmd_validate(args) -> int:
         write_output(args.json, json.dumps(result, indent=2, allow_nan=False) + "\n", "--json")
         print(f"json: {args.json}")
     return 0
+
+
+def _device_type(text: str) -> str:
+    """--device for the ranks: the type alone ('auto' resolved here), since each rank takes its local device."""
+    from trainmark.cli.arguments import device_of
+    return device_of(text).type

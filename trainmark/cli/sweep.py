@@ -8,7 +8,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from trainmark.cli.arguments import csv_items, device_of, positive_ints, sweep_args
+from trainmark.cli.arguments import DEVICE_HELP, csv_items, device_of, positive_ints, sweep_args
 from trainmark.errors import UserError
 from trainmark.harness.frameworks.backend import BACKENDS  # stdlib only: keeps --help light
 
@@ -33,7 +33,7 @@ def register(sub) -> None:
                 description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("benchmark", help="benchmark name ('trainmark list')")
     what = p.add_argument_group("what is timed")
-    what.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
+    what.add_argument("--device", default="auto", help=DEVICE_HELP)
     what.add_argument("--batch-sizes", help="comma-separated (default: 1/4, 1/2, 1 and 2 x the rules' batch size)")
     what.add_argument("--precisions", help="fp32 and/or amp (default: fp32,amp; under tensorflow: fp32)")
     what.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
@@ -93,11 +93,11 @@ def _precisions(args, rules) -> list[str]:
 def _check_steps_and_memory(args, device) -> None:
     if args.steps < 1 or args.warmup_steps < 0:
         raise UserError("--steps must be >= 1 and --warmup-steps >= 0")
-    if args.oom_search and device.type != "cuda":
-        raise UserError("--oom-search needs a device allocator to run out (CUDA); on CPU the operating "
+    if args.oom_search and device.type == "cpu":
+        raise UserError("--oom-search needs an accelerator's allocator to run out; on CPU the operating "
                         "system's OOM killer would end the process instead")
-    if args.memory_limit_gb is not None and device.type != "cuda":
-        raise UserError("--memory-limit-gb caps the CUDA allocator; it has no meaning on CPU")
+    if args.memory_limit_gb is not None and device.type == "cpu":
+        raise UserError("--memory-limit-gb caps an accelerator's allocator; it has no meaning on CPU")
 
 
 def _real_data(args, rules, ref, device):
@@ -125,10 +125,10 @@ def _progress(p) -> None:
 
 
 def _memory_cap(args, device):
-    """--memory-limit-gb: the CUDA allocator capped for the sweep; else nothing."""
+    """--memory-limit-gb: the accelerator's allocator capped for the sweep; else nothing."""
     from trainmark.harness.throughput import oom
 
-    return (oom.cuda_memory_limit(int(args.memory_limit_gb * 2**30), device) if args.memory_limit_gb
+    return (oom.memory_limit(int(args.memory_limit_gb * 2**30), device) if args.memory_limit_gb
             else contextlib.nullcontext())
 
 
@@ -167,7 +167,7 @@ def cmd_sweep(args) -> int:
     settings = sweep.SweepSettings(
         batch_sizes=batch_sizes, precisions=precisions, data=args.data, warmup_steps=args.warmup_steps,
         steps=args.steps, min_seconds=args.min_seconds if args.min_seconds is not None
-        else (2.0 if device.type == "cuda" else 0.0), oom_search=args.oom_search, max_batch=args.max_batch,
+        else (0.0 if device.type == "cpu" else 2.0), oom_search=args.oom_search, max_batch=args.max_batch,
         framework=args.framework)
     ceilings = load_ceilings(args.ceilings) if args.ceilings else None
     meter = energy.open_meter(str(device), args.energy_estimate_watts)
