@@ -158,8 +158,12 @@ def positive_ints(text: str, flag: str, example: str, refusal: str) -> list[int]
     return values
 
 
+DEVICE_HELP = ("auto (the accelerator PyTorch sees, else the CPU), cpu, or TYPE[:INDEX] as PyTorch names it "
+               "(cuda:1, xpu, hpu, ...) (default: auto)")
+
+
 def device_of(text: str):
-    """--device as the harness checks it (cpu, cuda or cuda:INDEX)."""
+    """--device as the harness checks it: auto, cpu, or TYPE[:INDEX] of a device present here."""
     from trainmark.harness.run import check_device
     return check_device(text)
 
@@ -189,7 +193,7 @@ def run_arguments(p) -> None:
     sub.add_argument("--system", type=Path, dest="system_file", help="system description JSON merged over detection")
     sub.add_argument("--system-name", help="system folder name (default: derived from the hardware)")
     train = p.add_argument_group("training")
-    train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:INDEX")
+    train.add_argument("--device", default="auto", help=DEVICE_HELP)
     train.add_argument("--framework", choices=list(backend.BACKENDS), default="pytorch",
                        help="the framework that trains the reference (default: %(default)s; tensorflow: "
                             "pip install -e '.[tensorflow]', docs/frameworks.md)")
