@@ -26,6 +26,7 @@ from mlperf_logging.compliance_checker import mlp_compliance
 from trainmark.checker.checks.mllog import refused_findings
 from trainmark.checker.mlperf import rcp
 from trainmark.checker.mlperf.compliance_configs import choosing_value_problems
+from trainmark.checker.mlperf.division import check_logged_division
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.mlperf.power import power_problems
 from trainmark.checker.mlperf.seeds import seed_problems
@@ -150,6 +151,7 @@ def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str
         run, events = _score_run(tree, f"{folder.rel}/{name}".lstrip("/"), ruleset, findings)
         score.runs.append(run)
         parsed.append((run.file, events))
+    check_logged_division(parsed, division, findings)  # MLPERF-018: the system's division, not the log's
     score.dropped = sum(r.dropped for r in score.runs)
     _check_file_count(folder, benchmark, len(names), score.required_runs, findings)
     score.olympic_minutes, score.score_reason = olympic_mean(

@@ -48,6 +48,7 @@ REGISTRY: dict[str, Rule] = {}
 EMITTING_MODULES: list[str] = [
     "trainmark.checker.verdict.codes",
     "trainmark.checker.checks.evidence_interference",
+    "trainmark.checker.mlperf.division",
 ]
 
 
