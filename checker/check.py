@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from trainmark.checker.benchmark import BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
+from trainmark.checker.checks import reeval
 from trainmark.checker.checks.code import check_code
 from trainmark.checker.checks.conformity import ReferenceBuilder, ReferenceStructures
 from trainmark.checker.checks.system_desc import check_system_file, load_schema
@@ -40,6 +41,7 @@ class CheckOptions:
     system_schema: Path | None = None            # default: trainmark/format/schema/system.schema.json
     mlperf_ruleset: str | None = None            # default: from the path ('...v4.0...') or the benchmarks present
     progress: Callable[[int, int, str], None] | None = None  # (done, total, folder): checker/progress.py
+    reevaluate: reeval.Reevaluate | None = None  # which trials' weights to score again, and the evaluator (none)
 
 
 class RulesProvider:
@@ -143,6 +145,7 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
                 continue
             if result is not None:
                 report.benchmarks.append(result)
+                _reevaluate(result, tree, rules, options, findings, report.notes)
         check_code(report.benchmarks, tree, rules.root or RULES_ROOT, findings, report.notes)
     unknown = sorted({r.path or "." for r in report.benchmarks if r.format == "mlperf" and r.division is None})
     if unknown:
@@ -150,6 +153,14 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
     if ruleset_note:
         report.notes.insert(0, ruleset_note)
     return report
+
+
+def _reevaluate(result: BenchmarkResult, tree: SafeTree, rules: RulesProvider, options: CheckOptions,
+                findings: Findings, notes: list[str]) -> None:
+    """The trials of a checked trainmark folder that ``options.reevaluate`` selects, scored again."""
+    chosen = rules(result.benchmark, result.rules_version) if result.format == "trainmark" else None
+    if options.reevaluate is not None and chosen is not None:
+        reeval.check_benchmark(result, chosen, tree, options.reevaluate, findings, notes)
 
 
 def _unknown_division_note(folders: list[str]) -> str:

@@ -9,6 +9,8 @@ from the folder (the checker's safe reader), so this module opens no file of the
 
 The model and data are built once per benchmark, rules version, framework and precision, then each trial's
 weights are loaded into that model: a mini's re-evaluation is an evaluation pass, seconds on a CPU.
+``Reevaluation`` is the evaluator ``trainmark check`` is handed (checker/checks/reeval.py's ``Evaluator``): the
+checker chooses the trials and judges the metrics, this module only measures.
 """
 from __future__ import annotations
 
@@ -44,18 +46,28 @@ class Reevaluation:
     device: str = "cpu"
     setup_seconds: dict[tuple, float] = field(default_factory=dict)  # building each evaluator (data and model)
     _evaluators: dict[tuple, object] = field(default_factory=dict)
+    _data: dict[tuple, tuple[Path, str | None]] = field(default_factory=dict)
 
-    def data_dir(self, rules) -> Path:
-        """The benchmark's evaluation data, checked against the rules' checksums: a one-line UserError when it
-        is missing or differs (a re-measured metric on other data proves nothing)."""
+    def data_problem(self, rules) -> str | None:
+        """Why the benchmark's evaluation data cannot be used (missing, or not the rules' checksums: a metric
+        measured on other data proves nothing), in one line; None when it can. Checked once per rules file."""
         from trainmark.rules.datasets import resolve_data_dir, verify_for
 
-        folder = resolve_data_dir(rules, self.data_dirs.get(rules.name, self.data_dirs.get(None)))
-        problems, _ = verify_for(rules, folder)
-        if problems:
-            raise UserError(f"--reevaluate {rules.name}: dataset in {folder} does not match rules {rules.version}: "
-                            f"{'; '.join(problems[:3])} (pass --data-dir [{rules.name}=]DIR)")
-        return folder
+        key = (rules.name, rules.version, str(rules.path))
+        if key not in self._data:
+            folder = resolve_data_dir(rules, self.data_dirs.get(rules.name, self.data_dirs.get(None)))
+            problems, _ = verify_for(rules, folder)
+            self._data[key] = (folder, None if not problems else (
+                f"re-evaluation of {rules.name}: dataset in {folder} does not match rules {rules.version}: "
+                f"{'; '.join(problems[:3])} (pass --data-dir [{rules.name}=]DIR)"))
+        return self._data[key][1]
+
+    def data_dir(self, rules) -> Path:
+        """The benchmark's checked evaluation data; a one-line UserError when it cannot be used."""
+        problem = self.data_problem(rules)
+        if problem is not None:
+            raise UserError(problem)
+        return self._data[(rules.name, rules.version, str(rules.path))][0]
 
     def evaluator(self, rules, framework: str, precision: str):
         """The evaluator of one benchmark under ``framework`` at ``precision``, built on first use."""
@@ -75,15 +87,18 @@ class Reevaluation:
             self.setup_seconds[key] = time.perf_counter() - start
         return self._evaluators[key]
 
-    def measure(self, rules, framework: str, precision: str, weights: bytes) -> Measurement:
-        """The metric ``weights`` (a model.safetensors' bytes) reach under ``framework``; weights that do not
-        fit the reference model come back as ``refused``, with the reason."""
+    def measure(self, rules, framework: object, precision: object, weights: bytes) -> Measurement:
+        """The metric ``weights`` (a model.safetensors' bytes) reach for a trial that logged ``framework`` and
+        ``precision``: a logged name only chooses among the evaluators of the rules' own implementations
+        (PyTorch and fp32 where it names none of them). Weights that do not fit the model come back as
+        ``refused``, with the reason."""
         from trainmark.harness.frameworks.pytorch_reevaluate import WeightsRefused
 
-        evaluator = self.evaluator(rules, framework, precision)
+        framework = framework if framework in EVALUATORS and framework in rules.implementations else "pytorch"
+        evaluator = self.evaluator(rules, framework, evaluation_precision(precision))
         start = time.perf_counter()
         try:
             metric = evaluator.measure(weights)
         except WeightsRefused as exc:
-            return Measurement(None, time.perf_counter() - start, str(exc))
+            return Measurement(None, time.perf_counter() - start, f"under {framework}: {exc}")
         return Measurement(metric, time.perf_counter() - start)

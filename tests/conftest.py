@@ -21,6 +21,16 @@ def _reset_tiny():
     TinyTest.eval_tick = staticmethod(lambda: None)
 
 
+@pytest.fixture(autouse=True)
+def _no_default_reevaluation(monkeypatch):
+    """``trainmark check`` re-evaluates one trial per mini by default: a real model and the Fashion-MNIST test set
+    in every CLI test (seconds each), and the synthetic submissions hold a tiny model's weights. Off here; the
+    tests of the default (tests/test_reevaluate_default.py) turn it back on."""
+    from trainmark.cli import check
+
+    monkeypatch.setattr(check, "DEFAULT_REEVALUATION", "none")
+
+
 @pytest.fixture
 def rules_copy(tmp_path) -> Path:
     """A writable copy of the test rules plus the shipped ones, for tests that edit a rule."""

@@ -113,9 +113,13 @@ def test_missing_data_is_one_line_and_exit_2(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "not found" in err and "--data-dir" in err
 
 
-def test_data_dir_and_device_need_reevaluate(tmp_path, capsys):
-    assert main(["check", str(example(tmp_path)), "--data-dir", str(tmp_path)]) == 2
-    assert "--reevaluate" in capsys.readouterr().err
+def test_data_dir_and_device_are_refused_without_reevaluation(tmp_path, capsys):
+    root = example(tmp_path)
+    assert main(["check", str(root), "--no-reevaluate", "--data-dir", str(tmp_path)]) == 2
+    assert "--no-reevaluate" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", str(root), "--reevaluate", "--no-reevaluate"])
+    assert exit_.value.code == 2
 
 
 def test_data_dir_for_every_benchmark_or_one():

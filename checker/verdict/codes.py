@@ -508,22 +508,6 @@ MLPERF_017 = _code(
     "MLPERF-017", WARNING, "a submitted scaling.json is larger than the factor computed from MLPerf's reference "
     "convergence points: it would only slow the score (older RCP checkers computed such factors; the computed one "
     "is used)", "delete scaling.json or submit the one today's package checker writes")
-# The weights re-evaluated (trainmark check --reevaluate, issue 30)
-REEVAL_001 = _code(
-    "REEVAL-001", ERROR, "a trial's saved weights, re-evaluated, do not give its logged final metric "
-    "(beyond the tolerance its rules state)",
-    "submit each trial's model.safetensors as the harness wrote it after the trial's last evaluation")
-REEVAL_002 = _code(
-    "REEVAL-002", ERROR, "a trial logged as converged whose saved weights, re-evaluated, miss the quality target",
-    "submit the weights that reached the target, or report the trial as not converged")
-REEVAL_003 = _code(
-    "REEVAL-003", WARNING, "an open-division trial's model is not the reference: it cannot be re-evaluated",
-    "nothing to fix: --reevaluate runs only the models the rules name, never a submission's code; a "
-    "reviewer re-evaluates the recorded model code by hand")
-REEVAL_004 = _code(
-    "REEVAL-004", ERROR, "a trial's weights cannot be re-evaluated: missing, unreadable, or not the tensors "
-    "of the model the rules name",
-    "submit each trial's model.safetensors as the harness wrote it (the reference model's tensors)")
 # The checker itself
 CHECKER_001 = _code(
     "CHECKER-001", ERROR, "the checker itself failed on this folder (a bug in trainmark)",

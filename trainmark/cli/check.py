@@ -9,6 +9,9 @@ from trainmark.errors import UserError
 from trainmark.outputs import ensure_writable, is_stdout, write_output
 
 FORMATS = ("text", "json", "junit", "sarif")
+# without --reevaluate or --no-reevaluate: one trial per mini benchmark (checker/checks/reeval.py's scopes;
+# tests/conftest.py turns it off for tests that do not ask for it: a real model evaluated in every CLI test)
+DEFAULT_REEVALUATION = "one-per-mini"
 
 
 DESCRIPTION = """\
@@ -57,14 +60,19 @@ def register(subparsers) -> None:
                        help="JSON Schema for systems/<system>.json (default: the harness's)")
     add_mlperf_ruleset(rules)
     again = parser.add_argument_group("re-evaluation")
-    again.add_argument("--reevaluate", action="store_true",
+    which = again.add_mutually_exclusive_group()
+    which.add_argument("--reevaluate", action="store_true",
                        help="load every trial's model.safetensors into the model its rules name and evaluate it "
-                            "again: a metric away from the logged one (REEVAL-001) or short of the target "
-                            "(REEVAL-002) is an error (needs the evaluation data; docs/checker.md)")
+                            "again: a metric away from its own logged one (REEVAL-001) or short of the target "
+                            "(REEVAL-002) is an error (needs the evaluation data; docs/checker.md). Without it, "
+                            "one trial of each mini benchmark, drawn at random, is re-evaluated where its data "
+                            "is found (REEVAL-005 says when it is not)")
+    which.add_argument("--no-reevaluate", action="store_true", help="re-evaluate no trial")
     again.add_argument("--data-dir", action="append", default=[], metavar="[BENCHMARK=]DIR",
-                       help="--reevaluate's dataset folder, for every benchmark or for one (repeat it); default: "
-                            "the rules' environment variable, else their default folder, as for 'trainmark run'")
-    again.add_argument("--device", default="cpu", help="--reevaluate's device: cpu, cuda or cuda:INDEX")
+                       help="the re-evaluation's dataset folder, for every benchmark or for one (repeat it); "
+                            "default: the rules' environment variable, else their default folder, as for "
+                            "'trainmark run'")
+    again.add_argument("--device", default="cpu", help="the re-evaluation's device: cpu, cuda or cuda:INDEX")
     parser.set_defaults(func=run)
 
 
@@ -100,8 +108,8 @@ def _formatted(report, fmt: str) -> str:
 
 def _quiet_text(report) -> str:
     """-q's text: each error on one line, then the verdict line (warnings and notes only counted)."""
-    from trainmark.checker.verdict.codes import ERROR
     from trainmark.checker.verdict.findings import printable
+    from trainmark.checker.verdict.registry import ERROR
     from trainmark.checker.verdict.render import verdict_line
 
     lines = [f"ERROR {f.rule} {printable((f.file or '.') + (f':{f.line}' if f.line else ''))}: "
@@ -130,10 +138,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise UserError(f"--rules-dir {args.rules_dir}: not a folder")
     for flag, dest in (("--json", args.json), ("--csv", args.csv), ("--output-file", args.output_file)):
         ensure_writable(dest, flag)
-    if args.reevaluate and args.path.is_file():
-        raise UserError(f"--reevaluate {args.path}: unpack the archive first and check its folder")
-    if not args.reevaluate and (args.data_dir or args.device != "cpu"):
-        raise UserError("--data-dir and --device are --reevaluate's: add --reevaluate")
+    if args.no_reevaluate and (args.data_dir or args.device != "cpu"):
+        raise UserError("--data-dir and --device choose the re-evaluation's data and device: drop --no-reevaluate")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -154,13 +160,11 @@ def run(args: argparse.Namespace) -> int:
     _signals_end_the_check()
     with progress_for(quiet=args.quiet) as progress:
         options = CheckOptions(rules_root=args.rules_dir, system_schema=args.system_schema,
-                               mlperf_ruleset=args.mlperf_ruleset, progress=progress)
+                               mlperf_ruleset=args.mlperf_ruleset, progress=progress, reevaluate=reevaluation(args))
         try:
             report = check_path(args.path, options)
         except OSError as exc:
             raise UserError(f"cannot read {exc.filename or args.path}: {exc.strerror or exc}") from None
-        if args.reevaluate:
-            reevaluate(report, args, progress)
     for flag, dest, kind in (("--csv", args.csv, "csv"), ("--json", args.json, "json"),
                              ("--output-file", args.output_file, args.format or "text")):
         if dest is not None and not is_stdout(dest) and kind != "text":
@@ -196,9 +200,6 @@ def _json(report) -> str:
     return json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
 
 
-WEIGHTS_CAP = 8 * 1024 ** 3  # a full-size model's safetensors (the largest reference's is under 1 GiB)
-
-
 def data_dirs(values: list[str]) -> dict[str | None, Path]:
     """``--data-dir DIR`` (every benchmark) or ``--data-dir BENCHMARK=DIR`` (one), repeated."""
     import re
@@ -211,120 +212,14 @@ def data_dirs(values: list[str]) -> dict[str | None, Path]:
     return out
 
 
-def reevaluate(report, args: argparse.Namespace, progress) -> None:
-    """``--reevaluate``: every trial of every trainmark benchmark folder checked, its weights evaluated again
-    (trainmark.harness.reevaluate); the findings join the report's, and each folder gets a note."""
-    from trainmark.checker.check import RulesProvider
-    from trainmark.checker.read.safefs import SafeTree
+def reevaluation(args: argparse.Namespace):
+    """What the check re-evaluates (checker/checks/reeval.py) through the harness's evaluator: every trial
+    (--reevaluate), none (--no-reevaluate), or by default one trial per mini benchmark drawn at random."""
+    from trainmark.checker.checks.reeval import EVERY, NONE, Reevaluate
+
+    if args.no_reevaluate:
+        return None
     from trainmark.harness.reevaluate import Reevaluation
 
-    session = Reevaluation(data_dirs(args.data_dir), args.device)
-    tree, rules_for = SafeTree(Path(report.path)), RulesProvider(args.rules_dir)
-    folders = [b for b in report.benchmarks if b.format == "trainmark"]
-    for done, result in enumerate(folders):
-        if progress is not None:
-            progress(done, len(folders), f"re-evaluating {result.path or '.'}")
-        rules = rules_for(result.benchmark, result.rules_version)
-        if rules is not None:
-            report.notes.append(_reevaluate_folder(result, rules, tree, session, report.findings))
-
-
-def _reevaluate_folder(result, rules, tree, session, findings) -> str:
-    """Each trial of one benchmark folder re-evaluated and judged; the note saying what was measured."""
-    from trainmark.rules.ruleset import reevaluation
-
-    allowed = reevaluation(rules)
-    measured = []
-    for trial in result.trials:
-        outcome = _reevaluate_trial(result, trial, rules, allowed, tree, session, findings)
-        if outcome is not None and outcome.metric is not None:
-            measured.append((trial, outcome))
-    where = result.path or "."
-    if not measured:
-        return f"--reevaluate {where}: no trial could be re-evaluated (see the REEVAL findings)"
-    pairs = ", ".join(f"{t['trial']}: {_value(t.get('final_metric'))} -> {_value(m.metric)}" for t, m in measured)
-    per_trial = sum(m.seconds for _, m in measured) / len(measured)
-    return (f"--reevaluate {where}: {rules.metric['name']} logged -> re-measured, trial by trial: {pairs}; "
-            f"tolerance {allowed['tolerance']:g} ({allowed['source']}); "
-            f"{per_trial:.2f} s per trial")
-
-
-def _value(x) -> str:
-    return f"{x:.6g}" if isinstance(x, (int, float)) else "none"
-
-
-def _reevaluate_trial(result, trial: dict, rules, allowed: dict, tree, session, findings):
-    """One trial's weights evaluated again and judged (REEVAL-001..004); the measurement, or None when none
-    could be made."""
-    from trainmark.checker.read.safefs import Missing, UnsafeEntry
-    from trainmark.checker.verdict.codes import REEVAL_003, REEVAL_004
-    from trainmark.format import layout
-
-    k = trial["trial"]
-    trial_rel = "/".join(p for p in (result.path, layout.trial_dir(k)) if p)
-    framework, precision, model = _trial_claims(tree, result.path, trial_rel, k)
-    framework = framework if framework in rules.implementations else "pytorch"  # a logged name never picks code
-    if result.division == "open" and model not in (None, rules.reference_model["id"]):
-        findings.add(REEVAL_003, trial_rel, f"trial {k}'s model {model!r} is not the reference "
-                     f"{rules.reference_model['id']!r}: it cannot be re-evaluated (only the models the rules name "
-                     "are ever run)", expected=rules.reference_model["id"], seen=str(model))
-        return None
-    weights_rel = f"{trial_rel}/{layout.MODEL_FILE}"
-    try:
-        weights = tree.read_bytes(weights_rel, WEIGHTS_CAP)
-    except (Missing, UnsafeEntry) as exc:
-        findings.add(REEVAL_004, weights_rel, f"trial {k} cannot be re-evaluated: {getattr(exc, 'message', exc)}",
-                     expected=layout.MODEL_FILE, seen="unreadable")
-        return None
-    outcome = session.measure(rules, framework, precision, weights)
-    if outcome.refused is not None:
-        findings.add(REEVAL_004, weights_rel, f"trial {k} cannot be re-evaluated under {framework}: "
-                     f"{outcome.refused}", expected=f"the tensors of {rules.reference_model['id']}",
-                     seen="other tensors")
-        return outcome
-    trial["reevaluated_metric"] = outcome.metric
-    _judge(trial, outcome.metric, rules, allowed, weights_rel, findings)
-    return outcome
-
-
-def _trial_claims(tree, bench_rel: str, trial_rel: str, k: int) -> tuple[str, str, object]:
-    """(framework, precision, model) of trial ``k`` as its MLLOG and trial.json say (PyTorch and fp32 where
-    they say nothing usable): which trusted model to build, never code to run."""
-    import json
-
-    from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP
-    from trainmark.format import layout, mllog
-    from trainmark.format.mllog_read import read_records
-    from trainmark.harness.reevaluate import EVALUATORS, evaluation_precision
-
-    try:
-        events = read_records(tree.read_bytes("/".join(p for p in (bench_rel, layout.result_file(k)) if p),
-                                              LOG_CAP), strict=True)
-    except Exception:  # noqa: BLE001 - an unreadable log is the checker's finding; defaults here
-        events = []
-    framework = mllog.first_value(events, mllog.FRAMEWORK, "pytorch")
-    try:
-        summary = json.loads(tree.read_bytes(f"{trial_rel}/{layout.TRIAL_JSON}", JSON_CAP))
-    except Exception:  # noqa: BLE001 - the same
-        summary = {}
-    model = summary.get("model") if isinstance(summary, dict) else None
-    return (framework if framework in EVALUATORS else "pytorch",
-            evaluation_precision(mllog.first_value(events, mllog.PRECISION)), model)
-
-
-def _judge(trial: dict, metric: float, rules, allowed: dict, rel: str, findings) -> None:
-    """REEVAL-001: the re-measured metric beyond the tolerance from the logged final one; REEVAL-002: a trial
-    logged as converged whose weights miss the target."""
-    import math
-
-    from trainmark.checker.verdict.codes import REEVAL_001, REEVAL_002
-
-    k, name, logged = trial["trial"], rules.metric["name"], trial.get("final_metric")
-    if isinstance(logged, (int, float)) and math.isfinite(logged) and not abs(metric - logged) <= allowed["tolerance"]:
-        findings.add(REEVAL_001, rel, f"trial {k}: its weights give {name} {_value(metric)}, its log says "
-                     f"{_value(logged)}, more than the {allowed['tolerance']:g} its rules allow ({allowed['source']})",
-                     expected=f"{_value(logged)} \u00b1 {allowed['tolerance']:g}", seen=_value(metric))
-    if trial.get("converged") and not rules.reached(metric):
-        findings.add(REEVAL_002, rel, f"trial {k} is logged as converged, but its weights give {name} "
-                     f"{_value(metric)}, short of the target {rules.target:g}",
-                     expected=f"{'>=' if rules.higher_is_better else '<='} {rules.target:g}", seen=_value(metric))
+    scope = EVERY if args.reevaluate else DEFAULT_REEVALUATION
+    return None if scope == NONE else Reevaluate(Reevaluation(data_dirs(args.data_dir), args.device), scope)
