@@ -99,6 +99,8 @@ def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, st
                 results[int(m[1])] = e.name
         elif e.kind == "dir" and (m := TRIAL_DIR.fullmatch(e.name)) and m[1] != "0":
             trial_dirs[int(m[1])] = e.name
+        elif e.kind == "dir" and e.name == layout.INTERRUPTED_DIR:
+            pass  # attempts --resume archived: part of the format, read where a trial's MLLOG names them (TRIAL-004)
         else:
             _unexpected(rel, e, findings)
     return results, trial_dirs, has_epochs_log

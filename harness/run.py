@@ -36,7 +36,7 @@ from trainmark.harness.progress import TrialProgress
 from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
 from trainmark.reference import registry
-from trainmark.rules import LATEST_VERSION, get_rules
+from trainmark.rules import LATEST_VERSION, admissible, get_rules
 from trainmark.rules.datasets import resolve_data_dir, verify_for
 
 
@@ -129,13 +129,25 @@ def resolve_hparams(rules, opts: RunOptions) -> dict[str, Any]:
     hp.update(opts.hparams)
     if opts.batch_size is not None:
         hp["global_batch_size"] = opts.batch_size
-    problems = wrong_kinds(hp, rules.defaults()) or rules.violations(hp, opts.division)
+    problems = wrong_kinds(hp, rules.defaults())
     if problems:
         raise UserError(f"hyperparameters not allowed by rules {rules.version} ({rules.path.name}): "
                         + "; ".join(problems))
     if not isinstance(hp["global_batch_size"], int) or hp["global_batch_size"] < 1:
         raise UserError(f"global batch size must be a positive integer, got {hp['global_batch_size']!r}")
+    refuse_inadmissible(rules, opts, hp)
     return hp
+
+
+def refuse_inadmissible(rules, opts: RunOptions, hp: dict[str, Any]) -> None:
+    """Settings 'trainmark check' would reject are refused here, before anything is written, by the function the
+    checker judges with (rules/admissible.py). Calibration measures new batch sizes: its batch is never refused."""
+    found = admissible.refusals(rules, hp, division=opts.division, precision=opts.precision,
+                                framework=opts.framework, given=list(opts.hparams))
+    if not opts.submission:
+        found = [r for r in found if r.kind != admissible.BATCH]
+    if found:
+        raise admissible.NotAdmissible(rules, found)
 
 
 def has_results(bench_dir: Path) -> bool:
@@ -345,8 +357,6 @@ def prepare(opts: RunOptions) -> Prepared:
     rules = get_rules(opts.benchmark, opts.rules_version, opts.rules_dir)
     if opts.division not in layout.DIVISIONS:
         raise UserError(f"--division {opts.division!r}: use closed or open")
-    if opts.precision not in rules.precisions:
-        raise UserError(f"--precision {opts.precision}: {rules.name} allows {', '.join(rules.precisions)}")
     for label, value in (("--submitter", opts.submitter), ("--system-name", opts.system_name)):
         if value is not None and layout.name_refusal(value, max_len=layout.RUN_NAME_MAX):
             raise UserError(f"{label} {value!r}: use letters, digits, '.', '_' and '-' only")

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainmark.rules import admissible
 from trainmark.rules.ruleset import load_ruleset
 
 
-def _closed(spec) -> str:
+def _closed(spec, key: str = "", rules=None) -> str:
+    if key == "global_batch_size" and rules is not None and (calibrated := admissible.batch_rule(rules)):
+        return calibrated + " (CONVERGE-003 outside it)"
     rule = spec["closed"]
     if rule in ("fixed", "free"):
         return rule
@@ -47,7 +50,7 @@ def render_markdown(version: str, rules_dir: Path | None = None) -> str:
                 f"- **Precisions**: {', '.join(r.precisions)}; untimed initialisation at most "
                 f"{r.max_init_seconds['closed']:g} s (closed) / {r.max_init_seconds['open']:g} s (open)",
                 "", "| hyperparameter | reference | closed division |", "| --- | --- | --- |"]
-        out += [f"| `{k}` | {v['default']} | {_closed(v)} |" for k, v in r.hyperparameters.items()]
+        out += [f"| `{k}` | {v['default']} | {_closed(v, k, r)} |" for k, v in r.hyperparameters.items()]
         o = r.open_division
         out += ["", f"- **Open division** relaxes: {', '.join(o['relaxed'])}; "
                     f"must report: {', '.join(o['must_report'])}"]

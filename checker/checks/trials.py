@@ -8,6 +8,7 @@ from trainmark.checker.verdict.codes import (
     CONVERGE_003,
     CONVERGE_004,
     HPARAM_001,
+    HPARAM_003,
     HPARAM_004,
     HPARAM_005,
     SEED_002,
@@ -19,7 +20,7 @@ from trainmark.checker.verdict.codes import (
 )
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format import layout, mllog
-from trainmark.rules import convergence
+from trainmark.rules import admissible, convergence
 from trainmark.rules.reference_code import implementation_of
 from trainmark.rules.ruleset import BenchmarkRules
 
@@ -75,26 +76,21 @@ def hyperparameters(record: TrialRecord, rules: BenchmarkRules) -> dict[str, obj
     return {k: v.value for k, v in record.points.items() if k in rules.hyperparameters or k.startswith("opt_")}
 
 
+# the finding code of each kind of setting rules/admissible.py refuses (``trainmark run`` names them too)
+ADMISSIBLE_CODES = {admissible.BATCH: CONVERGE_003, admissible.PRECISION: HPARAM_003,
+                    admissible.HYPERPARAMETER: HPARAM_001, admissible.UNREAD: HPARAM_001}
+
+
 def check_hyperparameters(record: TrialRecord, rules: BenchmarkRules, division: str, findings: Findings) -> None:
+    """The logged hyperparameters judged by the function ``trainmark run`` refuses with (rules/admissible.py);
+    in the open division a logged ``opt_*`` name no recipe reads is one too (the harness refuses it)."""
     logged = hyperparameters(record, rules)
-    for problem in rules.violations(logged, division):
-        key = next((k for k in logged if problem.startswith((f"{k}=", f"{k}:"))), "")
-        findings.add(HPARAM_001, record.rel, problem, line=record.line_of(key),
-                     expected=_allowed(rules, key, division), seen=record.value(key))
-
-
-def _allowed(rules: BenchmarkRules, key: str, division: str) -> str:
-    spec = rules.hyperparameters.get(key)
-    if spec is None:
-        return f"one of {', '.join(sorted(rules.hyperparameters))}"
-    rule = spec["closed"]
-    if rule == "fixed":
-        return f"{spec['default']!r} (fixed)"
-    if isinstance(rule, dict) and "choices" in rule:
-        return f"one of {rule['choices']}"
-    if isinstance(rule, dict):
-        return f"in [{rule['min']}, {rule['max']}]"
-    return "any value"
+    found = admissible.hyperparameter_refusals(rules, logged, division)
+    if division == "open":
+        found += admissible.unread_names(rules, [k for k in logged if k not in rules.hyperparameters])
+    for refusal in found:
+        findings.add(ADMISSIBLE_CODES[refusal.kind], record.rel, refusal.message, line=record.line_of(refusal.key),
+                     expected=refusal.allowed, seen=record.value(refusal.key))
 
 
 def check_convergence(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, division: str,
@@ -135,13 +131,13 @@ def _judge_group(implementation: str, batch: int, group: list[TrialRecord], wher
                      "its epochs to target cannot be judged",
                      expected=f"points of {', '.join(sorted(implementations(rules)))}", seen=implementation)
         return
-    verdict = convergence.check(points, batch, [r.epochs_trained for r in group])
-    sizes = sorted({p["global_batch_size"] for p in points})
-    if verdict.ok is None:
-        findings.add(CONVERGE_003, folder_rel, where + verdict.message + "; a closed result must lie within "
-                     "the calibrated batch sizes", expected=f"a global batch size in [{sizes[0]}, {sizes[-1]}]",
+    refusal = admissible.batch_refusal(rules, batch, implementation)  # what `trainmark run` refuses up front
+    if refusal is not None:
+        findings.add(ADMISSIBLE_CODES[refusal.kind], folder_rel, where + refusal.message, expected=refusal.allowed,
                      seen=batch)
         return
+    verdict = convergence.check(points, batch, [r.epochs_trained for r in group])
+    sizes = sorted({p["global_batch_size"] for p in points})
     if verdict.reference is not None and verdict.reference.between is not None:
         a, b = verdict.reference.between
         findings.add(CONVERGE_004, folder_rel, where + f"reference at batch {batch} interpolated between the "

@@ -21,6 +21,7 @@ import yaml
 from trainmark.checker.verdict.codes import HPARAM_002, HPARAM_003, SEED_001
 from trainmark.files import write_text_atomic
 from trainmark.format import labels, layout, mllog
+from trainmark.rules import admissible
 from trainmark.rules.ruleset import BenchmarkRules
 
 # The allowed values come from the result format, spelled once (trainmark.format).
@@ -41,7 +42,7 @@ _EPOCH_NUM = "v['metadata'].get('epoch_num')"
 
 def precisions_allowed(rules: BenchmarkRules) -> list[str]:
     """The ``trainmark_precision`` values the rules' ``precisions`` allow."""
-    return [p for family in rules.precisions for p in PRECISIONS[family]]
+    return admissible.precision_labels(rules)  # what `trainmark run` refuses up front (rules/admissible.py)
 
 
 def key_rules(rules: BenchmarkRules, division: str) -> dict[str, str]:

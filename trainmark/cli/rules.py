@@ -159,10 +159,43 @@ def cmd_show(args) -> int:
     known_benchmark(args.benchmark, args.rules_version, args.rules_dir)
     r = get_rules(args.benchmark, args.rules_version, args.rules_dir)
     if args.json is not None:
-        write_output(args.json, json.dumps(r.data, indent=2) + "\n", "--json")
+        write_output(args.json, json.dumps(with_batch_range(r), indent=2) + "\n", "--json")
     else:
-        print(r.path.read_text(encoding="utf-8"), end="")
+        print(show_batch_range(r, r.path.read_text(encoding="utf-8")), end="")
     return 0
+
+
+def calibrated_batches(r) -> dict | None:
+    """``{framework: [smallest, largest]}`` of the closed division's calibrated batch sizes (None: no points)."""
+    from trainmark.rules import admissible
+
+    if admissible.batch_rule(r) is None:
+        return None
+    return {fw: list(span) if span else None for fw, span in admissible.calibrated_ranges(r).items()}
+
+
+def with_batch_range(r) -> dict:
+    """The rule file's data with the batch size's closed rule as ``trainmark run`` and ``check`` apply it."""
+    ranges = calibrated_batches(r)
+    if ranges is None or "global_batch_size" not in r.hyperparameters:
+        return r.data
+    spec = {**r.hyperparameters["global_batch_size"], "closed": {"calibrated": ranges}}
+    return {**r.data, "hyperparameters": {**r.hyperparameters, "global_batch_size": spec}}
+
+
+def show_batch_range(r, text: str) -> str:
+    """The rule file's text, its ``global_batch_size: closed: free`` shown as what is enforced: the range of the
+    convergence points (CONVERGE-003 outside it), which 'free' in the file predates."""
+    import re
+
+    ranges = calibrated_batches(r)
+    if ranges is None:
+        return text
+    flow = ", ".join(f"{fw}: {span if span is None else list(span)}" for fw, span in ranges.items())
+    return re.sub(r"(?m)^(  global_batch_size:\n(?:    (?!closed:).*\n)*    closed: )free$",
+                  lambda m: m[1] + "{calibrated: {" + flow.replace("None", "null") + "}}  # the convergence points' "
+                  "batch sizes: 'trainmark run' refuses others, 'trainmark check' rejects them (CONVERGE-003)",
+                  text, count=1)
 
 
 def default_docs_path() -> Path:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from trainmark.cli.arguments import run_arguments, run_options
+from trainmark.errors import UserError
 from trainmark.outputs import table_console
 
 if TYPE_CHECKING:  # the harness imports torch: only the commands that train load it
@@ -63,12 +64,24 @@ def _sigterm_is_ctrl_c() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def run_refusing_with_codes(run, options):
+    """``run(options)``, its refusal of settings a check would reject naming the checker's finding codes."""
+    from trainmark.rules.admissible import NotAdmissible
+
+    try:
+        return run(options)
+    except NotAdmissible as exc:
+        from trainmark.checker.checks.trials import ADMISSIBLE_CODES
+
+        raise UserError(exc.render(ADMISSIBLE_CODES)) from None
+
+
 def cmd_run(args) -> int:
     _sigterm_is_ctrl_c()
     from trainmark.harness.run import run_benchmark
 
     options = run_options(args, args.out, args.resume)
-    summary = run_benchmark(options)
+    summary = run_refusing_with_codes(run_benchmark, options)
     if not args.quiet and summary.results:
         table_console(stderr=True).print(summary_table(summary))
     for k, r in summary.crashed.items():  # a crash is never an allowed miss: say which, and fail the run
