@@ -185,3 +185,64 @@ def bar_chart(prefix: str, labels: list[str], stacks: list[tuple[str, str, list[
                        f'M{_f(lo)} {_f(cy - 6)}V{_f(cy + 6)}M{_f(hi)} {_f(cy - 6)}V{_f(cy + 6)}">'
                        f'<title>95 % CI {escape(num(iv[0]))} to {escape(num(iv[1]))}</title></path>')
     return _svg(prefix, width, bottom + 46, label, legend + "".join(out))
+
+
+@dataclass
+class Dot:
+    """One point of a scatter: position, radius in px, its group (legend and colour) and its tooltip."""
+    x: float
+    y: float
+    r: float
+    group: str
+    title: str
+
+
+def _decades(lo: float, hi: float) -> list[float]:
+    """Powers of ten covering [lo, hi] (a log axis' ticks)."""
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    return [10.0 ** k for k in range(first, max(last, first + 1) + 1)]
+
+
+def roofline_chart(prefix: str, dots: list[Dot], groups: list[str], roofs: list[tuple[str, float]],
+                   bandwidth: float | None, step: tuple[float, float] | None, xlabel: str, ylabel: str, label: str,
+                   *, width: float = 1000, plot_height: float = 340) -> str:
+    """A roofline on log-log axes: the compute roofs (horizontal, one per dtype), the memory roof (the
+    diagonal y = bandwidth x x, up to the ridge), dots coloured by group, and the step as a black diamond."""
+    xs = [d.x for d in dots] + ([step[0]] if step else [])
+    ys = [d.y for d in dots] + ([step[1]] if step else []) + [p for _, p in roofs]
+    if bandwidth:
+        ridges = [p / bandwidth for _, p in roofs]
+        xs += ridges
+    xt, yt = _decades(min(xs) / 2, max(xs) * 2), _decades(min(ys) / 2, max(ys) * 2)
+    left, right = 74.0, width - 16
+    entries = [(g, COLORS[i % len(COLORS)], "box") for i, g in enumerate(groups)]
+    entries += [(f"compute roof: {name}", "#444", "line") for name, _ in roofs[:1]]
+    entries += [("memory roof", "#444", "dash")] if bandwidth else []
+    entries += [("the whole step", "#000", "box")] if step else []
+    legend, legend_h = _legend(prefix, entries, left, right - left)
+    top = legend_h + 8
+    bottom = top + plot_height
+    x = _Scale(xt[0], xt[-1], left, right, log2=True)
+    y = _Scale(yt[0], yt[-1], bottom, top, log2=True)
+    out = [_axes(x, y, xt, yt, top, bottom, left, right, xlabel, ylabel)]
+    for k, (name, peak) in enumerate(roofs):
+        start = x(peak / bandwidth) if bandwidth else left
+        out.append(f'<path id="{prefix}roof-{k}" d="M{_f(max(left, start))} {_f(y(peak))}H{_f(right)}" stroke="#444" '
+                   f'stroke-width="{2 if k == 0 else 1}" fill="none"><title>{escape(name)} peak '
+                   f'{escape(num(peak))}</title></path>')
+    if bandwidth and roofs:
+        ridge = roofs[0][1] / bandwidth
+        x0 = xt[0]
+        out.append(f'<path id="{prefix}roof-memory" d="M{_f(x(x0))} {_f(y(max(bandwidth * x0, yt[0])))}'
+                   f'L{_f(x(ridge))} {_f(y(roofs[0][1]))}" stroke="#444" stroke-dasharray="6 4" fill="none">'
+                   f'<title>memory roof {escape(num(bandwidth))} B/s</title></path>')
+    for i, d in enumerate(sorted(dots, key=lambda d: -d.r)):   # the small ones on top
+        color = COLORS[groups.index(d.group) % len(COLORS)] if d.group in groups else "#999"
+        out.append(f'<circle id="{prefix}data-op-{i + 1}" cx="{_f(x(d.x))}" cy="{_f(y(d.y))}" r="{_f(d.r)}" '
+                   f'fill="{color}" fill-opacity=".55" stroke="{color}"><title>{escape(d.title)}</title></circle>')
+    if step:
+        cx, cy = x(step[0]), y(step[1])
+        out.append(f'<path id="{prefix}data-step" d="M{_f(cx)} {_f(cy - 8)}L{_f(cx + 8)} {_f(cy)}L{_f(cx)} '
+                   f'{_f(cy + 8)}L{_f(cx - 8)} {_f(cy)}Z" fill="#000"><title>the whole step: '
+                   f'{escape(num(step[0]))} FLOP/B, {escape(num(step[1]))} FLOP/s</title></path>')
+    return _svg(prefix, width, bottom + 46, label, legend + "".join(out))
