@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "trainmark.cli.package",
     "trainmark.cli.ops",        # ops, and ops --op allreduce
     "trainmark.cli.sweep",
+    "trainmark.cli.profile",    # per-operator profile, roofline; --all: workload characterization
     "trainmark.cli.report",
     "trainmark.cli.compare",
     "trainmark.cli.table",
