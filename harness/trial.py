@@ -10,6 +10,7 @@ metric), ``aborted`` (Ctrl-C), ``crashed`` (exception). No trial is dropped.
 from __future__ import annotations
 
 import math
+import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -43,6 +44,7 @@ class TrialConfig:
     peak_tflops: float | None = None    # the device's peak for this precision (datasheet or derived)
     ceiling_tflops: float | None = None  # the measured ceiling for this precision (`trainmark ops`)
     interrupted_attempts: list[dict] = field(default_factory=list)  # earlier attempts of this trial (--resume)
+    recipe: Any = None  # the open division's OpenRecipe (harness/open_recipe.py): --optimizer, --lr-schedule, --augment
 
 
 @dataclass
@@ -57,6 +59,7 @@ class EpochRecord:
     eval_time_unix: float | None = None
     energy_domains_j: dict | None = None   # this epoch's training window, joules per energy domain
     telemetry: dict | None = None          # telemetry summary of the epoch's training window
+    data_wait_s: float | None = None       # seconds of the window spent waiting for the next batch
 
 
 @dataclass
@@ -86,6 +89,7 @@ class TrialResult:
     precision_used: str = "fp32"
     error: str | None = None
     telemetry: dict | None = None          # the telemetry file's record (trainmark.harness.measure.telemetry)
+    data_wait_share: float | None = None   # share of the epochs' training windows spent waiting for batches
     history: list[EpochRecord] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -106,7 +110,8 @@ def run_trial(cfg: TrialConfig, ref, data, backend: Backend, timeline: Timeline,
     outcome, trainer = _Outcome(res, dist), None
     with outcome:
         with timeline.window("init", header=_header(cfg)) as init:
-            trainer = backend.trainer(ref, build_model or ref.build_model, cfg.hparams, data, cfg.seed)
+            trainer = backend.trainer(ref, build_model or ref.build_model, cfg.hparams, data, cfg.seed,
+                                      **({"recipe": cfg.recipe} if cfg.recipe is not None else {}))
             res.precision_used, res.flops_per_step = trainer.precision_used, trainer.flops_per_step
             timeline.settings(nodes.rank_events(dist, trainer.local_batch), at=init.start.s)
             timeline.settings(_settings(cfg, ref, data, trainer, res, meter, backend.name), at=init.start.s)
@@ -149,9 +154,10 @@ def run_trial(cfg: TrialConfig, ref, data, backend: Backend, timeline: Timeline,
 def _train_epoch(epoch: int, trainer: Trainer, timeline: Timeline, progress: TrialProgress,
                  res: TrialResult) -> EpochRecord:
     """One epoch's training window (samples counted over every rank), recorded in ``res``."""
+    wait = _DataWait()
     with timeline.window("epoch", epoch) as ep:
         samples = steps = 0
-        for steps, batch in enumerate(trainer.epoch_batches(epoch), start=1):
+        for steps, batch in enumerate(wait.batches(trainer.epoch_batches(epoch)), start=1):
             trainer.step(batch)
             samples += trainer.samples_per_step
             if steps % CHECK_EVERY_STEPS == 0:
@@ -162,7 +168,8 @@ def _train_epoch(epoch: int, trainer: Trainer, timeline: Timeline, progress: Tri
             timeline.telemetry.sample_now()
         ep.fields[mllog.SAMPLES] = samples
     w = ep.window
-    record = EpochRecord(epoch, w.seconds, w.joules, samples, energy_domains_j=w.domain_joules())
+    record = EpochRecord(epoch, w.seconds, w.joules, samples, energy_domains_j=w.domain_joules(),
+                         data_wait_s=wait.seconds)
     res.history.append(record)
     res.steps += steps
     res.epochs, res.train_samples = epoch, res.train_samples + samples
@@ -170,6 +177,26 @@ def _train_epoch(epoch: int, trainer: Trainer, timeline: Timeline, progress: Tri
         record.telemetry = timeline.telemetry.summarize(w.start_s, w.end_s)
         timeline.event(mllog.TELEMETRY, record.telemetry, at=w.end_s, epoch_num=epoch)
     return record
+
+
+class _DataWait:
+    """The time an epoch's loop spends waiting for its next batch (the data path and its conversion to the
+    device): two clock reads a step, so every run says whether it was input-bound (issue 37)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def batches(self, source):
+        it = iter(source)
+        while True:
+            t0 = time.perf_counter()
+            try:
+                batch = next(it)
+            except StopIteration:
+                self.seconds += time.perf_counter() - t0
+                return
+            self.seconds += time.perf_counter() - t0
+            yield batch
 
 
 def _evaluate(epoch: int, trainer: Trainer, timeline: Timeline, record: EpochRecord,
@@ -200,6 +227,9 @@ def _summarize(res: TrialResult, run: Window, eval_windows: list[Window], cfg: T
     res.energy_reason = timeline.meter.reason  # a domain that failed mid-run says so here
     if timeline.telemetry is not None:
         res.telemetry = timeline.telemetry.stop()
+    epoch_s = sum(h.train_s for h in res.history)
+    if epoch_s > 0 and all(h.data_wait_s is not None for h in res.history):
+        res.data_wait_share = sum(h.data_wait_s for h in res.history) / epoch_s
     if res.train_time_s > 0:
         res.train_samples_per_s = res.train_samples / res.train_time_s
         res.achieved_tflops = flops.achieved_tflops(res.flops_per_step, res.steps, res.train_time_s)
@@ -239,7 +269,7 @@ def _settings(cfg: TrialConfig, ref, data, trainer: Trainer, res: TrialResult, m
             (mllog.TRAIN_SAMPLES, ref.train_samples(data)), (mllog.EVAL_SAMPLES, ref.eval_samples(data)),
             (mllog.FRAMEWORK, framework), (mllog.FORMAT_VERSION, RESULT_FORMAT_VERSION),
             *([(mllog.INTERRUPTED_ATTEMPTS, cfg.interrupted_attempts)] if cfg.interrupted_attempts else []),
-            (mllog.PRECISION, res.precision_used),
+            (mllog.PRECISION, res.precision_used), *getattr(trainer, "open_settings", ()),
             (mllog.MODEL_FINGERPRINT, trainer.structure["fingerprint"]),
             (mllog.PARAMETER_COUNT, trainer.structure["parameter_count"]),
             (mllog.FLOPS_PER_STEP, res.flops_per_step), (mllog.ENERGY_METHOD, res.energy_method),

@@ -297,3 +297,25 @@ def test_result_files_are_readable_by_others_as_the_umask_allows(tmp_path):
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
     assert json.loads((tmp_path / "a.json").read_text()) == {"x": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]   # no temporary file left behind
+
+
+def test_each_epoch_records_the_time_spent_waiting_for_batches(tmp_path):
+    """Issue 37: a data path that sleeps 10 ms before each batch shows in every epoch's data_wait_s (at
+    least the sleeps: a sleep never returns early), and the trial's share lies in (0, 1]."""
+    import time
+
+    rules = get_rules("tiny-test", rules_root=TEST_RULES)
+    TinyTest.tick = staticmethod(lambda: time.sleep(0.01))
+    ref = TinyTest()
+    log = TrialLogWriter(tmp_path / "result_1.txt")
+    res, _ = run_trial(trial_config(rules, max_epochs=2), ref, ref.load_data(None), CPU,
+                       Timeline(Monitor(FakeMeter(time.perf_counter)), log))
+    log.close()
+    steps_per_epoch = 512 // 32
+    assert len(res.history) >= 1
+    for h in res.history:
+        assert h.data_wait_s >= steps_per_epoch * 0.01
+        assert h.data_wait_s <= h.train_s + 0.01
+    assert 0 < res.data_wait_share <= 1
+    assert res.data_wait_share == pytest.approx(sum(h.data_wait_s for h in res.history)
+                                                / sum(h.train_s for h in res.history))
