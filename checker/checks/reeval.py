@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.safetensors_header import DTYPES, HeaderError, tensor_spans
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.errors import UserError
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import read_records
+from trainmark.rules.reference_structures import shipped
 from trainmark.rules.ruleset import BenchmarkRules, reevaluation
 
 REEVAL_001 = rule(
@@ -167,8 +169,8 @@ def _reevaluate_trial(result, trial: dict, claims: tuple, rules: BenchmarkRules,
     k, (framework, precision, _) = trial["trial"], claims
     weights_rel = f"{_trial_rel(result, k)}/{layout.MODEL_FILE}"
     try:
-        weights = tree.read_bytes(weights_rel, WEIGHTS_CAP)
-    except (Missing, UnsafeEntry) as exc:
+        weights = _read_weights(tree, weights_rel, rules)
+    except (Missing, UnsafeEntry, HeaderError) as exc:
         findings.add(REEVAL_004, weights_rel, f"trial {k} cannot be re-evaluated: {getattr(exc, 'message', exc)}",
                      expected=layout.MODEL_FILE, seen="unreadable")
         return None
@@ -180,6 +182,28 @@ def _reevaluate_trial(result, trial: dict, claims: tuple, rules: BenchmarkRules,
     trial["reevaluated_metric"] = outcome.metric
     judge(trial, outcome.metric, rules, weights_rel, findings)
     return outcome
+
+
+def _read_weights(tree: SafeTree, rel: str, rules: BenchmarkRules) -> bytes:
+    """The bytes of a model.safetensors, read only after its header's sizes were checked against the file and
+    against the reference's tensors (the rules' shipped structure): never more than the reference's size."""
+    start, spans = tensor_spans(tree, rel)
+    declared, limit = sum(end - begin for _, _, begin, end, _ in spans), reference_bytes(rules)
+    if declared > limit:
+        raise HeaderError(REEVAL_004, f"{rel} declares {declared:,} bytes of tensors, more than the {limit:,} of "
+                          f"{rules.reference_model['id']}'s: not read", f"{declared} bytes")
+    return tree.read_bytes(rel, start + declared)
+
+
+def reference_bytes(rules: BenchmarkRules) -> int:
+    """The bytes of the reference model's parameters and buffers as the rules' shipped structure lists them
+    (WEIGHTS_CAP when the rules ship none)."""
+    desc = shipped(rules)
+    if not isinstance(desc, dict):
+        return WEIGHTS_CAP
+    sizes = {name: size for name, size in DTYPES.values()}
+    return sum(math.prod(t["shape"]) * sizes.get(t["dtype"], 8) for t in desc.get("parameters", []) +
+               desc.get("buffers", []))
 
 
 def _trial_claims(tree: SafeTree, result, k: int) -> tuple[object, object, object]:
