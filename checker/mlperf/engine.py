@@ -106,17 +106,9 @@ def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER
     engine's warnings (an EXACTLY_ONE key logged several times with one value) fail too, as they do for
     trainmark's own logs; MLPerf's package checker runs without ``--werror``, so its folders pass False."""
     parser = _parser(ruleset)
-    loglines = []
-    for e in events:
-        # The reader hands over each record once, starting at ':::MLLOG ' (mllog_read): the parser's own
-        # strip_and_dedup (a regex per line, quadratic in its length) is skipped, its line parser is not.
-        text = e.text.strip()
-        if not text.startswith(parser.TOKEN):
-            text = parser.TOKEN + text.split(parser.TOKEN, 1)[-1]
-        try:
-            loglines.append(parser.string_to_logline(e.line, text))
-        except (ValueError, KeyError, TypeError):  # cannot happen for validated events; never pass silently
-            return EngineResult([], f"mlperf-logging could not parse validated line {e.line}")
+    loglines = _loglines(parser, events)
+    if isinstance(loglines, str):
+        return EngineResult([], loglines)
     checker = mlp_compliance.make_checker(usage="training", ruleset=ruleset, quiet=True, werror=werror)
     recorded: list[tuple[str, str | None]] = []
     _record_messages(checker, recorded)
@@ -140,6 +132,30 @@ def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER
         lines_of_key.setdefault(e.key, []).append(e.line)
     messages = [_structure(msg, key, line_of_text, lines_of_key) for msg, key in recorded]
     return EngineResult(messages, crashed, refused)
+
+
+def _loglines(parser, events: list[Event]) -> list | str:
+    """The engine's ``LogLine`` of every event, built from the records the reader parsed (``check_loglines``
+    takes parsed lines): a record is JSON-decoded once, not again by the engine's line parser. The reader
+    hands over each record from ':::MLLOG ' on, so the parser's ``strip_and_dedup`` (a regex per line,
+    quadratic in its length) is skipped too. Every parser from ruleset 0.7.0 on builds its ``LogLine``
+    exactly so (full string, float time_ms, key, {value, metadata}, line); 0.6.0's regex parser is called
+    as it is. A string: why a validated line could not be parsed."""
+    loglines = []
+    decoded = not hasattr(parser, "LINE_REGEX")
+    for e in events:
+        text = e.text.strip()
+        if not text.startswith(parser.TOKEN):
+            text = parser.TOKEN + text.split(parser.TOKEN, 1)[-1]
+        if decoded:
+            loglines.append(parser.LogLine(text, e.time_ms, e.key, {"value": e.value, "metadata": e.metadata},
+                                           e.line))
+            continue
+        try:
+            loglines.append(parser.string_to_logline(e.line, text))
+        except (ValueError, KeyError, TypeError):  # cannot happen for validated events; never pass silently
+            return f"mlperf-logging could not parse validated line {e.line}"
+    return loglines
 
 
 def _record_messages(checker, recorded: list) -> None:
