@@ -90,6 +90,8 @@ def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, st
         rel = _join(folder.rel, e.name)
         if e.kind == "file" and e.name == layout.EPOCHS_LOG:
             has_epochs_log = True
+        elif e.kind == "file" and e.name == layout.PROFILE_JSON:
+            continue  # `trainmark profile`'s table: the report shows it, no score or check reads it
         elif e.kind == "file" and (m := RESULT_FILE.fullmatch(e.name)):
             if m[1] == "0":
                 findings.add(TRIAL_001, rel, f"{layout.result_file(0)}: trials count from 1",

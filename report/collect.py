@@ -67,6 +67,7 @@ class BenchmarkView:
     findings: list[dict]
     rules: Any = None            # BenchmarkRules or None (MLPerf folders)
     missing: list[str] = field(default_factory=list)   # what the report cannot show, and why
+    profile: dict | None = None  # its profile.json (``trainmark profile``), checked field by field
 
     @property
     def name(self) -> str:
@@ -178,7 +179,8 @@ def _trainmark_trials(files: FolderFiles, result: dict, missing: list[str]) -> l
         for e in events:
             if e.key == mllog.TRIAL_RESULT and isinstance(e.value, dict):
                 view.logged = {k: _number(e.value.get(k)) for k in ("achieved_tflops", "peak_tflops", "utilization",
-                                                                     "utilization_of_ceiling", "ceiling_tflops")}
+                                                                     "utilization_of_ceiling", "ceiling_tflops",
+                                                                     "data_wait_share")}
             elif e.key == mllog.PRECISION and isinstance(e.value, str):
                 view.precision = e.value
             elif e.key == "global_batch_size" and type(e.value) is int:
@@ -240,7 +242,8 @@ def gather(report: dict, files: FolderFiles, rules_root: Path | None = None
         rules = _rules_for(result["benchmark"], result.get("rules_version"), rules_root) if trainmark else None
         for t in trials:
             t.errors = trial_errors(result, under, t.summary)
-        views.append(BenchmarkView(result, trials, under, rules, _missing(result, trials) + missing))
+        views.append(BenchmarkView(result, trials, under, rules, _missing(result, trials) + missing,
+                                   _profile(files, result) if trainmark else None))
     systems = read_systems(files, report)
     reader = getattr(files, "outside_json_file", None)
     for result in report["benchmarks"]:
@@ -250,6 +253,15 @@ def gather(report: dict, files: FolderFiles, rules_root: Path | None = None
             if data is not None:
                 systems[rel] = _parse_system(data)
     return views, systems
+
+
+def _profile(files: FolderFiles, result: dict) -> dict | None:
+    """The benchmark folder's ``profile.json`` (``trainmark profile --json``), read with the JSON cap and
+    checked field by field; None when there is none or it is not a profile."""
+    from trainmark.report.profile_page import read_profile
+
+    rel = f"{result['path']}/{layout.PROFILE_JSON}" if result["path"] else layout.PROFILE_JSON
+    return read_profile(files.json_file(rel))
 
 
 def lone_system_file(report: dict, result: dict) -> str | None:

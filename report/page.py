@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from trainmark import __version__
+from trainmark.format.layout import PROFILE_JSON
 from trainmark.format.text import html_text as escape
 from trainmark.report import plots
 from trainmark.report.collect import BenchmarkView, ReportData, lone_system_file, system_file_of
@@ -222,10 +223,22 @@ def _benchmark(data: ReportData, view: BenchmarkView, anchor: str, system: Syste
         parts.append("<h3>Trials</h3>" + _table(
             TRIAL_COLUMNS, rows, row_class=lambda i: "failed" if view.trials[i].failed else "",
             caption="Times and energy recomputed by the checker from the MLLOG events; samples/s recomputed; "
+                    "the share of training spent waiting for data as the harness logged it; "
                     "TFLOPS and utilization as the harness logged them."))
+    parts.append(_profile(view, prefix + "prof-"))
     parts.append("<h3>Checker findings</h3>" + _findings(view.findings))
     parts.append("</details>")
     return "".join(parts)
+
+
+def _profile(view: BenchmarkView, prefix: str) -> str:
+    """The folder's profile.json (``trainmark profile``): the roofline and the top operators; '' without one."""
+    if view.profile is None:
+        return ""
+    from trainmark.report.profile_page import profile_section
+
+    return (f"<h3>Profile (<code>{escape(PROFILE_JSON)}</code> from trainmark profile: it explains the time, "
+            "it is no score and the checker does not judge it)</h3>" + profile_section(view.profile, prefix))
 
 
 def _overview(data: ReportData, ids: list[str], systems: list[SystemEntry]) -> str:

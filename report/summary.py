@@ -7,7 +7,8 @@ from trainmark.report.fmt import num, pct, seconds
 BENCHMARK_COLUMNS = ["benchmark", "system", "division", "trials", "converged", "score", "mean train time (s)",
                      "95 % CI (s)", "mean train energy (J)", "mean final metric", "errors", "warnings"]
 TRIAL_COLUMNS = ["trial", "status", "epochs", "final metric", "train (s)", "evaluation (s)", "total (s)", "init (s)",
-                 "train energy (J)", "total energy (J)", "samples/s", "TFLOPS (logged)", "utilization (logged)"]
+                 "train energy (J)", "total energy (J)", "samples/s", "TFLOPS (logged)", "utilization (logged)",
+                 "waiting for data (logged)"]
 FINDING_COLUMNS = ["rule", "severity", "file", "line", "message"]
 
 
@@ -60,7 +61,8 @@ def trial_row(t: TrialView) -> list[str]:
             str(s.get("epochs", "-")), num(s.get("final_metric")), seconds(s.get("train_time_s")),
             seconds(s.get("eval_time_s")), seconds(s.get("total_time_s")), seconds(s.get("init_time_s")),
             num(s.get("train_energy_j")), num(s.get("total_energy_j")), num(t.samples_per_s),
-            num(t.logged.get("achieved_tflops")), pct(t.logged.get("utilization"))]
+            num(t.logged.get("achieved_tflops")), pct(t.logged.get("utilization")),
+            pct(t.logged.get("data_wait_share"))]
 
 
 def finding_row(f: dict) -> list[str]:

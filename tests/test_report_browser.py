@@ -261,3 +261,46 @@ def test_mlperf_folder_report_in_chromium(browser, tmp_path):
     assert_clean(page)
     runs = [f for f in page["figures"] if f["kind"] == "mlperf-runs"]
     assert [f["series"] for f in runs] == [len(v.result["trials"]) for v in data.benchmarks]
+
+
+@pytest.fixture(scope="module")
+def resnet_profile():
+    """A real profile (issue 37): resnet-mini's step under torch.profiler, batch 8, one step after one warm-up."""
+    import torch
+
+    from trainmark.harness.profile import session
+    from trainmark.reference import registry
+
+    rules = get_rules("resnet-mini")
+    settings = session.ProfileSettings(batch_size=8, steps=1, warmup_steps=1)
+    return session.profile_benchmark(rules, registry.for_rules(rules), torch.device("cpu"), settings)
+
+
+def test_a_report_with_a_profile_shows_the_roofline(browser, tmp_path, resnet_profile):
+    """A benchmark folder holding profile.json: its section draws the roofline (every operator with FLOPs a
+    dot, the step a diamond, both roofs) and the top operators; the checker does not flag the file; the
+    profile's own page is clean too."""
+    from trainmark.format.layout import PROFILE_JSON
+    from trainmark.report.profile_page import render_page
+
+    rules = get_rules("resnet-mini")
+    synthetic.write_submission(tmp_path / "sub", rules, synthetic.tiny_reference_model())
+    (folder,) = {p.parent for p in (tmp_path / "sub").rglob("epochs.log")}
+    (folder / PROFILE_JSON).write_text(json.dumps(resnet_profile), encoding="utf-8")
+    data = collect(tmp_path / "sub", TINY)
+    assert not [f for f in data.report["findings"] if PROFILE_JSON in f["file"]]
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(data), encoding="utf-8")
+    page = open_page(browser, page_file)
+    assert_clean(page)
+    (roofline,) = [f for f in page["figures"] if f["kind"] == "roofline"]
+    with_flops = [o for o in resnet_profile["operators"] if o["flops"] and o["intensity"] and o["achieved_flops"]]
+    assert len(with_flops) >= 5
+    assert sum("-data-op-" in i for i in roofline["ids"]) == len(with_flops)
+    assert any(i.endswith("-data-step") for i in roofline["ids"])
+    assert browser.find_element("tag name", "body").text.count("aten::") >= 10   # the top operators' table
+    alone = tmp_path / "profile.html"
+    alone.write_text(render_page(resnet_profile), encoding="utf-8")
+    own = open_page(browser, alone)
+    assert_clean(own)
+    assert [f["kind"] for f in own["figures"]] == ["roofline"]

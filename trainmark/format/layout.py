@@ -28,6 +28,7 @@ STRUCTURE_FILE = "structure.json"
 TRIAL_JSON = "trial.json"              # written last: its presence marks a finished trial
 TELEMETRY_FILE = "telemetry.csv"
 TRIAL_FILES = (MODEL_FILE, STRUCTURE_FILE, TRIAL_JSON, TELEMETRY_FILE)
+PROFILE_JSON = "profile.json"          # beside epochs.log: `trainmark profile --json`, shown by the report
 
 # The implementation record (trainmark.harness.code_record writes it, trainmark.checker.checks.code reads it)
 IMPLEMENTATIONS_DIR = "implementations"
