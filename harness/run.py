@@ -32,6 +32,7 @@ from trainmark.harness.measure import nodes as scale_nodes
 from trainmark.harness.measure.other_load import OtherLoad
 from trainmark.harness.measure.telemetry import open_for_trial as open_telemetry
 from trainmark.harness.measure.windows import Monitor
+from trainmark.harness.open_recipe import OpenRecipe
 from trainmark.harness.progress import TrialProgress
 from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
@@ -66,6 +67,7 @@ class RunOptions:
     ceilings: Path | None = None  # a `trainmark ops --json` report of this machine: its measured ceilings
     telemetry_hz: float = 1.0  # telemetry samples per second into trial_<k>/telemetry.csv (0: none)
     framework: str = "pytorch"  # harness/frameworks/backend.py's BACKENDS
+    recipe: OpenRecipe | None = None  # open division: --optimizer, --lr-schedule, --augment (harness/open_recipe.py)
     submission: bool = True  # False: calibration's scratch trials, never checked (no warning about the count)
 
 
@@ -148,6 +150,22 @@ def refuse_inadmissible(rules, opts: RunOptions, hp: dict[str, Any]) -> None:
         found = [r for r in found if r.kind != admissible.BATCH]
     if found:
         raise admissible.NotAdmissible(rules, found)
+
+
+OPEN_RECIPE_BUILDERS = {"pytorch": "trainmark.harness.frameworks.pytorch_open",
+                        "tensorflow": "trainmark.harness.frameworks.tensorflow_open"}
+
+
+def check_open_recipe(opts: RunOptions, ref, hp: dict[str, Any]) -> dict[str, Any]:
+    """The open division's --optimizer, --lr-schedule and --augment, built by the framework on a stand-in model
+    before anything is written; ``opt_name`` then logs the optimizer that runs, never the reference's."""
+    if opts.recipe is None:
+        return hp
+    opts.recipe.refuse_in_closed(opts.division)
+    import importlib
+
+    name = importlib.import_module(OPEN_RECIPE_BUILDERS[opts.framework]).check(opts.recipe, ref, hp)
+    return hp if name is None else {**hp, "opt_name": name}
 
 
 def has_results(bench_dir: Path) -> bool:
@@ -370,6 +388,7 @@ def prepare(opts: RunOptions) -> Prepared:
     device = check_device(opts.device)
     hp = resolve_hparams(rules, opts)
     ref = registry.for_rules(rules)
+    hp = check_open_recipe(opts, ref, hp)
     build_model = load_custom_model(opts.model) if opts.model else ref.build_model
     if opts.model:
         refuse_non_module(build_model, opts.model)
@@ -403,7 +422,9 @@ def prepare(opts: RunOptions) -> Prepared:
         if problems:
             raise UserError(f"dataset in {data_dir} does not match rules {rules.version} "
                             f"(closed division needs the exact data): {'; '.join(problems)}")
-    return Prepared(opts, rules, ref, build_model, hp, trials, device, dist, sysdesc, root, bench_dir, data_dir)
+    prep = Prepared(opts, rules, ref, build_model, hp, trials, device, dist, sysdesc, root, bench_dir, data_dir)
+    _ = prep.backend  # the framework refuses what it cannot run (TensorFlow's amp on a CPU) before anything is written
+    return prep
 
 
 def resume(prep: Prepared) -> tuple[int, int]:
@@ -498,7 +519,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 eval_every=rules.evaluation["every_epochs"],
                 target_reached=(lambda _v: False) if opts.full_curves else rules.reached,
                 metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling,
-                interrupted_attempts=interrupted_attempts(bench_dir, k) if dist.is_main else [])
+                interrupted_attempts=interrupted_attempts(bench_dir, k) if dist.is_main else [], recipe=opts.recipe)
             result = run_one_trial(prep, cfg, data, meter, progress, {**meta_common, "trial": k, "seed": cfg.seed})
             results.append(result)
             if dist.world > 1 and result.status == TrialStatus.CRASHED.value:

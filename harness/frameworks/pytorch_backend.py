@@ -10,9 +10,10 @@ import torch
 from torch import nn
 
 from trainmark.format.structure import describe
-from trainmark.harness.frameworks import pytorch_device, pytorch_runtime
+from trainmark.harness.frameworks import pytorch_device, pytorch_open, pytorch_runtime
 from trainmark.harness.frameworks import pytorch_flops as flops
 from trainmark.harness.frameworks.distributed import Dist
+from trainmark.harness.open_recipe import OpenRecipe
 
 
 def autocast_for(device: torch.device, precision: str):
@@ -34,7 +35,7 @@ class PyTorchTrainer:
 
     def __init__(self, ref, build_model: Callable[[], nn.Module], hp: dict[str, Any], data, seed: int,
                  device: torch.device, precision: str, dist: Dist = Dist(), *, count_flops: bool = True,
-                 schedule_steps: int = 100):
+                 schedule_steps: int = 100, recipe: OpenRecipe | None = None):
         self.ref, self.hp, self.data, self.device, self.dist = ref, hp, data, device, dist
         torch.manual_seed(seed)
         self.generator = torch.Generator().manual_seed(seed)
@@ -51,6 +52,11 @@ class PyTorchTrainer:
         self.steps_per_epoch = ((ref.train_samples(data) // dist.world) // self.local_batch
                                 if data is not None else schedule_steps)
         self.optimizer, self.scheduler = ref.make_optimizer(self.train_model, hp, self.steps_per_epoch)
+        self.augment, self.open_settings = None, []  # the open division's --optimizer, --lr-schedule, --augment
+        if recipe is not None:
+            self.optimizer, self.scheduler = pytorch_open.rebuild(recipe, self.optimizer, self.scheduler)
+            self.augment = pytorch_open.augmenter(recipe, ref)
+            self.open_settings = pytorch_open.record(recipe, self.optimizer, self.scheduler)
         self.autocast, self.scaler, self.precision_used = autocast_for(device, precision)
         self.flops_per_step = count_step_flops(ref, self.model, hp, device) if count_flops else None
         self.after_step = pytorch_device.step_hook(device)  # e.g. an XLA device's mark_step; nothing for most
@@ -67,7 +73,8 @@ class PyTorchTrainer:
 
     def prepare(self, batch: Any) -> Any:
         """A batch as ``train_batches`` yields it, as ``step`` takes it: on the device."""
-        return self.ref.to_device(batch, self.device, train=True)
+        batch = self.ref.to_device(batch, self.device, train=True)
+        return batch if self.augment is None else self.augment(batch)
 
     def step(self, batch: Any, sync: bool = True) -> None:
         """One training step: forward and loss under the precision's autocast, backward, optimizer,

@@ -39,8 +39,9 @@ import keras
 import numpy as np
 
 from trainmark.errors import UserError
-from trainmark.harness.frameworks import pytorch_runtime
+from trainmark.harness.frameworks import pytorch_runtime, tensorflow_open
 from trainmark.harness.frameworks.distributed import Dist
+from trainmark.harness.open_recipe import OpenRecipe
 from trainmark.reference.keras_twins import weights as keras_weights
 
 
@@ -69,7 +70,7 @@ class TensorFlowTrainer:
 
     def __init__(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
                  device: str, precision: str, dist: Dist = Dist(), *, count_flops: bool = True,
-                 schedule_steps: int = 100):
+                 schedule_steps: int = 100, recipe: OpenRecipe | None = None):
         if precision != "fp32":
             raise UserError("--framework tensorflow: only --precision fp32 for now")
         self.ref, self.hp, self.data, self.dist = ref, hp, data, dist
@@ -84,6 +85,7 @@ class TensorFlowTrainer:
                                 if data is not None else schedule_steps)
         self.twin = twin_class(ref)(ref, hp, self.steps_per_epoch, seed)
         self.model = self.twin.model
+        self.twin.optimizer = tensorflow_open.rebuild(recipe, self.twin.optimizer)  # open: --optimizer
         self.twin.optimizer.build(self.model.trainable_variables)
         compiled = lambda f: tf.function(f, jit_compile=False, reduce_retracing=True, autograph=False)  # noqa: E731
         self._step = compiled(training_step(self.twin))
@@ -94,6 +96,7 @@ class TensorFlowTrainer:
         self._nonfinite = False
         self.structure = keras_weights.describe(self.model)
         self.flops_per_step = self._count_flops() if count_flops else None
+        self.open_settings = tensorflow_open.record(recipe, self.twin.optimizer)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
         """The reference's batches of one epoch as TensorFlow tensors (the conversion is timed)."""

@@ -204,7 +204,6 @@ def run_arguments(p) -> None:
     train.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' default location)")
     train.add_argument("--hparam", action="append", default=[], metavar="KEY=VALUE",
                        help="override a hyperparameter (closed division: within the rules' limits)")
-    train.add_argument("--model", help="open division: MODULE:CALLABLE returning your nn.Module")
     measure = p.add_argument_group("measurement")
     measure.add_argument("--energy-estimate-watts", type=float,
                          help="when no energy counter exists, report an estimate of W x time (labelled 'estimated')")
@@ -213,7 +212,43 @@ def run_arguments(p) -> None:
                               "system description and utilization is reported against them too")
     measure.add_argument("--telemetry-hz", type=telemetry_hz, default=1.0, metavar="HZ",
                          help="telemetry samples per second into trial_<k>/telemetry.csv, 1-100, 0: off (default: 1)")
+    open_arguments(p)
     add_rules_group(p, LATEST_VERSION)
+
+
+def open_arguments(p) -> None:
+    """The open division's relaxations of the reference recipe (docs/open-division.md); the closed division
+    refuses them."""
+    group = p.add_argument_group("open division (with --division open; docs/open-division.md)")
+    group.add_argument("--model", metavar="MODULE:CALLABLE",
+                       help="your model: a zero-argument function returning an nn.Module, imported from the current "
+                            "folder (e.g. mymodels:build for ./mymodels.py); it takes the reference's inputs and "
+                            "returns what its loss reads (PyTorch only)")
+    group.add_argument("--optimizer", metavar="NAME",
+                       help="an optimizer class of torch.optim by name (Adam, AdamW, RMSprop, ...; TensorFlow: "
+                            "keras.optimizers), on the reference's parameter groups and peak rates")
+    group.add_argument("--optimizer-arg", action="append", default=[], metavar="KEY=VALUE",
+                       help="an argument of --optimizer (repeatable), e.g. betas=[0.9,0.99] or lr=0.001")
+    group.add_argument("--lr-schedule", metavar="NAME",
+                       help="a class of torch.optim.lr_scheduler by name (CosineAnnealingLR, OneCycleLR, ...), "
+                            "stepped once per training step, in place of the reference's schedule")
+    group.add_argument("--lr-schedule-arg", action="append", default=[], metavar="KEY=VALUE",
+                       help="an argument of --lr-schedule (repeatable), e.g. T_max=1170")
+    group.add_argument("--augment", metavar="NAME[,NAME]",
+                       help="torchvision.transforms.v2 classes by name, with their defaults, applied to each "
+                            "training image after the reference's own augmentation (e.g. RandomErasing)")
+
+
+def open_recipe(args):
+    """The open-division options as the harness's OpenRecipe (None when none was given)."""
+    from trainmark.harness.open_recipe import OpenRecipe, key_values, names
+
+    recipe = OpenRecipe(getattr(args, "optimizer", None), key_values(getattr(args, "optimizer_arg", []),
+                                                                     "--optimizer-arg"),
+                        getattr(args, "lr_schedule", None), key_values(getattr(args, "lr_schedule_arg", []),
+                                                                       "--lr-schedule-arg"),
+                        names(getattr(args, "augment", None)))
+    return recipe if recipe.flags() else None
 
 
 def known_benchmark(name: str, version: str | None, root: Path | None) -> None:
@@ -244,4 +279,4 @@ def run_options(args, out: Path, resume: bool = False) -> RunOptions:
         resume=resume, quiet=args.quiet, rules_version=args.rules_version, rules_dir=args.rules_dir,
         energy_estimate_watts=args.energy_estimate_watts, full_curves=getattr(args, "full_curves", False),
         max_epochs=getattr(args, "max_epochs", None), ceilings=args.ceilings, telemetry_hz=args.telemetry_hz,
-        framework=args.framework)
+        framework=args.framework, recipe=open_recipe(args))

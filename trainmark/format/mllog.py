@@ -48,6 +48,9 @@ FRAMEWORK = "trainmark_framework"  # pytorch or tensorflow (absent: pytorch, the
 FORMAT_VERSION = "trainmark_format_version"  # the result format version trial.json claims, logged beside it
 FORMAT_VERSION_SINCE_RULES = "1.1"  # rules versions from this one on require it (1.0's results predate the key)
 INTERRUPTED_ATTEMPTS = "trainmark_interrupted_attempts"  # earlier attempts of this trial, archived by --resume
+# open division (docs/open-division.md): what --optimizer, --lr-schedule and --augment built, as they ran
+OPEN_OPTIMIZER, OPEN_LR_SCHEDULE = "trainmark_open_optimizer", "trainmark_open_lr_schedule"
+OPEN_AUGMENT = "trainmark_open_augment"
 
 # Metadata fields.
 EPOCH_NUM, STATUS = c.EPOCH_NUM, "status"

@@ -1,0 +1,136 @@
+"""The open division's options act on the run and are logged as run (issue 39): --optimizer and --optimizer-arg
+(torch.optim), --lr-schedule and --lr-schedule-arg (torch.optim.lr_scheduler), --augment (torchvision v2); a
+--hparam no recipe reads is refused; the closed division refuses them all, before anything is written."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import TEST_RULES, TinyTest
+
+from trainmark.cli import main
+from trainmark.errors import UserError
+from trainmark.format import layout, mllog
+from trainmark.harness.frameworks import pytorch_open
+from trainmark.harness.frameworks.pytorch_backend import PyTorchTrainer
+from trainmark.harness.open_recipe import OpenRecipe
+from trainmark.harness.run import RunOptions, run_benchmark
+from trainmark.rules import get_rules
+
+ADAM = OpenRecipe(optimizer="Adam", optimizer_args={"betas": [0.8, 0.95]}, lr_schedule="StepLR",
+                  lr_schedule_args={"step_size": 2, "gamma": 0.5})
+HP = {"global_batch_size": 32, "opt_base_learning_rate": 0.5, "opt_name": "sgd"}
+
+
+def tiny_trainer(recipe, ref=None, hp=HP):
+    ref = ref or TinyTest()
+    data = ref.load_data(None) if isinstance(ref, TinyTest) else None
+    return PyTorchTrainer(ref, ref.build_model, hp, data, 7, torch.device("cpu"), "fp32", count_flops=False,
+                          recipe=recipe)
+
+
+def test_the_optimizer_and_schedule_named_are_the_ones_that_step():
+    trainer = tiny_trainer(ADAM)
+    assert type(trainer.optimizer) is torch.optim.Adam
+    assert trainer.optimizer.param_groups[0]["betas"] == (0.8, 0.95)
+    assert type(trainer.scheduler) is torch.optim.lr_scheduler.StepLR
+    rates = []
+    for batch in list(trainer.epoch_batches(1))[:5]:
+        rates.append(trainer.optimizer.param_groups[0]["lr"])
+        trainer.step(batch)
+    assert rates == [0.5, 0.5, 0.25, 0.25, 0.125]  # the reference's peak, halved every 2 steps
+    assert trainer.optimizer.state  # Adam's moments exist: it stepped
+    plain = tiny_trainer(None)
+    assert type(plain.optimizer) is torch.optim.SGD and plain.open_settings == []
+
+
+def test_another_optimizer_keeps_the_reference_schedule():
+    trainer = tiny_trainer(OpenRecipe(optimizer="AdamW", optimizer_args={"lr": 0.01}))
+    assert type(trainer.optimizer) is torch.optim.AdamW
+    assert type(trainer.scheduler) is torch.optim.lr_scheduler.LambdaLR
+    assert trainer.scheduler.optimizer is trainer.optimizer and trainer.optimizer.param_groups[0]["lr"] == 0.01
+
+
+def test_augment_transforms_each_training_image():
+    from trainmark.reference.resnet_mini import ResnetMini
+
+    ref = ResnetMini()
+    trainer = PyTorchTrainer(ref, ref.build_model, {**get_rules("resnet-mini").defaults(), "global_batch_size": 64},
+                             None, 7, torch.device("cpu"), "fp32", count_flops=False,
+                             recipe=OpenRecipe(augment=("RandomHorizontalFlip",)))
+    raw = ref.synthetic_batch(64)
+    plain = ref.to_device(raw, torch.device("cpu"), train=True)[0]
+    torch.manual_seed(3)
+    images, labels = trainer.prepare(raw)
+    same = [bool(torch.equal(a, b)) for a, b in zip(images, plain)]
+    flipped = [bool(torch.equal(a, b.flip(-1))) for a, b in zip(images, plain)]
+    assert all(s or f for s, f in zip(same, flipped)) and 0 < sum(flipped) < 64  # per sample, not per batch
+    assert torch.equal(labels, raw[1])
+
+
+def test_an_open_run_logs_what_ran(tmp_path):
+    run_benchmark(RunOptions(benchmark="tiny-test", out=tmp_path / "out", rules_dir=TEST_RULES, quiet=True, seed=5,
+                             trials=1, division="open", submitter="acme", system_name="box", recipe=ADAM))
+    bench = tmp_path / "out" / "open" / "acme" / "results" / "box" / "tiny-test"
+    records = {r.key: r.value for r in mllog.read(bench / layout.result_file(1))}
+    assert records["opt_name"] == "adam"  # never the rules' default 'sgd' while Adam runs
+    assert records[mllog.OPEN_OPTIMIZER] == {"name": "Adam", "module": "torch.optim", "args": {"betas": [0.8, 0.95]}}
+    assert records[mllog.OPEN_LR_SCHEDULE]["name"] == "StepLR"
+    assert records[mllog.OPEN_LR_SCHEDULE]["args"] == {"step_size": 2, "gamma": 0.5}
+    trial = json.loads((bench / layout.trial_dir(1) / layout.TRIAL_JSON).read_text())
+    assert trial["hparams"]["opt_name"] == "adam"
+
+
+@pytest.mark.parametrize("recipe, words", [
+    (OpenRecipe(optimizer="Adamm"), "choose from"),
+    (OpenRecipe(optimizer="Adam", optimizer_args={"betaz": 1}), "unexpected keyword"),
+    (OpenRecipe(optimizer="LBFGS"), "building it failed"),   # it needs a closure the harness does not pass
+    (OpenRecipe(lr_schedule="ReduceLROnPlateau"), "building it failed"),  # it steps on a metric, not a step
+    (OpenRecipe(augment=("RandomHorizontalFlip",)), "does not train on images"),
+])
+def test_a_wrong_option_is_one_line_before_anything_is_written(tmp_path, recipe, words):
+    with pytest.raises(UserError, match=words):
+        run_benchmark(RunOptions(benchmark="tiny-test", out=tmp_path / "out", rules_dir=TEST_RULES, quiet=True,
+                                 division="open", recipe=recipe))
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_closed_division_refuses_them(tmp_path, capsys):
+    assert main(["run", "tiny-test", "--rules-dir", str(TEST_RULES), "--optimizer", "Adam", "--out",
+                 str(tmp_path / "out")]) == 2
+    assert "that is the open division" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_hparam_no_recipe_reads_is_refused_with_the_names_it_reads(tmp_path, capsys):
+    for typo in ("opt_base_lr=0.001", "opt_name=adam"):
+        assert main(["run", "tiny-test", "--rules-dir", str(TEST_RULES), "--division", "open", "--hparam", typo,
+                     "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert "HPARAM-001" in err and "opt_base_learning_rate" in err and "nothing was written" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_rebuild_keeps_the_reference_gradient_clipping():
+    from trainmark.reference import recipe
+
+    model = torch.nn.Linear(4, 4)
+    hp = {"opt_base_learning_rate": 1.0, "opt_adam_beta1": 0.9, "opt_adam_beta2": 0.99, "opt_adam_epsilon": 1e-8,
+          "opt_weight_decay": 0.0, "opt_gradient_clip_norm": 1e-3, "opt_learning_rate_warmup_steps": 0,
+          "opt_learning_rate_decay_epochs": 10, "opt_learning_rate_final_factor": 1.0}
+    optimizer, _ = pytorch_open.rebuild(OpenRecipe(optimizer="SGD"), *recipe.clipped_adam(model, hp, 10))
+    (model(torch.ones(1, 4)) * 1000).sum().backward()
+    optimizer.step()
+    assert torch.cat([p.grad.flatten() for p in model.parameters()]).norm() <= 1e-3 * 1.0001
+
+
+def test_tensorflow_twins_honour_keras_optimizers_and_refuse_the_rest():
+    pytest.importorskip("tensorflow")
+    from trainmark.harness.frameworks import tensorflow_open
+
+    assert tensorflow_open.check(OpenRecipe(optimizer="Adam", optimizer_args={"beta_1": 0.8}), None, {}) == "adam"
+    with pytest.raises(UserError, match="act on PyTorch only"):
+        tensorflow_open.check(OpenRecipe(optimizer="Adam", lr_schedule="StepLR"), None, {})
+    with pytest.raises(UserError, match="keras.optimizers"):
+        tensorflow_open.check(OpenRecipe(optimizer="NoSuch"), None, {})
