@@ -19,29 +19,51 @@ from trainmark.checker.checks.agreement import check_agreement
 from trainmark.checker.checks.epochs import check_epochs_log
 from trainmark.checker.checks.spread import check_spread
 from trainmark.checker.checks.trial_json import check_trial_json
+from trainmark.checker.checks.trials import TRIAL_001
 from trainmark.checker.mlperf import compliance_rules
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST
 from trainmark.checker.mlperf.engine import run_engine
-from trainmark.checker.read.levels import DIVISIONS, BenchmarkFolder, safe_entries
+from trainmark.checker.read.json_file import LAYOUT_003
+from trainmark.checker.read.levels import DIVISIONS, LAYOUT_004, BenchmarkFolder, safe_entries
 from trainmark.checker.read.mllog_read import read_events
-from trainmark.checker.read.safefs import LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.safefs import HOSTILE_007, LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.trial_record import TrialRecord, extract_trial
-from trainmark.checker.verdict.codes import (
-    CONFORM_007,
-    HOSTILE_005,
-    HOSTILE_007,
-    LAYOUT_003,
-    LAYOUT_004,
-    LAYOUT_006,
-    RULES_001,
-    TRIAL_001,
-)
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.checker.verdict.scoring import score_benchmark
 from trainmark.format import layout, mllog
 from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
 from trainmark.format.mllog_read import Event
 from trainmark.rules.ruleset import BenchmarkRules
+
+LAYOUT_006 = rule(
+    "LAYOUT-006", ERROR, "a benchmark no rule file defines",
+    fix="use a benchmark name from `trainmark rules list` (or pass the rules with --rules-dir)",
+    why="A benchmark is judged by its rule file (target, trials, hyperparameters); without one nothing about the "
+    "folder can be judged. It proves only that the name is unknown to these rules.",
+    bad="results/sys/resnet-maxi/",
+    good="results/sys/resnet-mini/ (a name `trainmark rules list` shows)", module=__name__)
+HOSTILE_005 = rule(
+    "HOSTILE-005", WARNING, "a file type that can carry code (never loaded)",
+    fix="remove pickles, checkpoints and scripts from the result folder",
+    why="Checkpoints, pickles and scripts can run code when opened by an unwary reviewer; the checker never loads them "
+    "and warns so they are removed. It judges the file type by name and bytes, not the content.",
+    bad="trial_1/checkpoint.pt",
+    good="trial_1/ with model.safetensors only", module=__name__)
+RULES_001 = rule(
+    "RULES-001", ERROR, "the submission declares a rules version this checker does not know",
+    fix="log trainmark_rules_version of a released rules version (`trainmark rules list`), or update trainmark",
+    why="The rules version decides the target, the trial count and every bound; with an unknown version no rule "
+    "applies, so nothing is judged against the right rules. It does not say which version was meant.",
+    bad="trainmark_rules_version '9.9'",
+    good="trainmark_rules_version '1.1' (from `trainmark rules list`)", module=__name__)
+CONFORM_007 = rule(
+    "CONFORM-007", WARNING, "the trials of a benchmark used different model structures",
+    fix="train the same model in every trial",
+    why="A benchmark's trials are repetitions of one training; a different model in some trials means the score mixes "
+    "two systems. It compares structure fingerprints only, not whether either is the reference.",
+    bad="trial 3's structure.json fingerprint differs from trials 1, 2, 4, 5",
+    good="one fingerprint in every trial", module=__name__)
 
 CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy", ".npz", ".h5",
                  ".py", ".pyc", ".sh", ".so", ".exe", ".dll", ".onnx")

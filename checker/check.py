@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from trainmark.checker.benchmark import BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
+from trainmark.checker.benchmark import LAYOUT_006, BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
 from trainmark.checker.checks import reeval
 from trainmark.checker.checks.code import check_code
 from trainmark.checker.checks.conformity import ReferenceBuilder, ReferenceStructures
@@ -27,11 +27,20 @@ from trainmark.checker.mlperf.system_desc import check_mlperf_systems
 from trainmark.checker.read import archive
 from trainmark.checker.read.levels import walk
 from trainmark.checker.read.safefs import SafeTree
-from trainmark.checker.verdict.codes import CHECKER_001, LAYOUT_006, MLPERF_006
+from trainmark.checker.verdict.codes import CHECKER_001
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.checker.verdict.result import Report
 from trainmark.errors import UserError
 from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, known_versions, load_ruleset
+
+MLPERF_006 = rule(
+    "MLPERF-006", ERROR, "an MLPerf benchmark folder that is not part of the ruleset in force",
+    fix="check the round's folders with that round's ruleset (--mlperf-ruleset X.Y.Z, or a path naming the round)",
+    why="Each MLPerf round has its own benchmarks and rules; a folder of a benchmark the ruleset does not hold cannot "
+    "be scored under it. It proves the ruleset and the folder disagree, not which is wrong.",
+    bad="a v4.0 folder with bert/ checked under ruleset 3.0.0",
+    good="the same folder checked with --mlperf-ruleset 4.0.0", module=__name__)
 
 
 @dataclass

@@ -16,11 +16,12 @@ from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.read.mllog_read import read_events
 from trainmark.checker.read.safetensors_header import HeaderError, parse_header
 from trainmark.checker.read.trial_record import extract_trial
-from trainmark.checker.verdict.codes import RULES as RULE_IDS
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import load_all
 from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")
+RULE_IDS = load_all()
 BENCH = "closed/acme/results/sys1/resnet-mini"
 
 

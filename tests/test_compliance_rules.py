@@ -11,10 +11,11 @@ from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.mlperf import compliance_rules as compliance
-from trainmark.checker.verdict.codes import RULES as RULE_IDS
+from trainmark.checker.verdict.registry import load_all
 from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")
+RULE_IDS = load_all()
 
 
 @pytest.fixture(scope="module")

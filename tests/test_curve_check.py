@@ -10,8 +10,7 @@ import synthetic
 import yaml
 
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.checks.curve import outside
-from trainmark.checker.verdict.codes import CURVE_001
+from trainmark.checker.checks.curve import CURVE_001, outside
 from trainmark.rules import get_rules
 from trainmark.rules.convergence import band_for
 from trainmark.rules.ruleset import validate

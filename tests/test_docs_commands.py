@@ -370,9 +370,9 @@ def test_tests_the_docs_name_exist():
 def test_finding_codes_the_docs_name_exist_with_their_severity():
     """`CONVERGE-003` in a sentence must be a code the checker emits, and "`MLPERF-014`, error" its severity
     (the generated table in docs/checker.md is held by `trainmark rules docs`; this covers the prose)."""
-    from trainmark.checker.verdict.codes import _RULES
+    from trainmark.checker.verdict.registry import load_all
 
-    severity = {rule.id: rule.severity for rule in _RULES}
+    severity = {rule.code: rule.severity for rule in load_all().values()}
     wrong = []
     for path in DOCS:
         text = path.read_text(encoding="utf-8")

@@ -250,8 +250,7 @@ def test_transformer_twin_starts_from_the_pytorch_trials_weights_and_decodes_as_
 
 @needs_tf
 def test_a_changed_layer_is_named_by_the_conformity_check():
-    from trainmark.checker.checks.conformity import check_reference
-    from trainmark.checker.verdict.codes import CONFORM_002
+    from trainmark.checker.checks.conformity import CONFORM_002, check_reference
     from trainmark.checker.verdict.findings import Findings
     from trainmark.reference.keras_twins import weights as keras_weights
     from trainmark.reference.keras_twins.fashion_mnist import resnet_mini

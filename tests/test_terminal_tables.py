@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from trainmark.checker.check import check_path
-from trainmark.checker.verdict.codes import INFO
+from trainmark.checker.verdict.registry import INFO
 from trainmark.checker.verdict.render import HEADERS, print_report, summary_rows
 from trainmark.cli import main
 from trainmark.cli.rules import benchmark_rows

@@ -11,9 +11,38 @@ import math
 
 from trainmark.checker.checks.epochs import LoggedEpoch
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import AGREE_001, AGREE_002, AGREE_003, AGREE_004
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import layout
+
+AGREE_001 = rule(
+    "AGREE-001", ERROR, "a trial is in one log but not in the other",
+    fix="epochs.log and result_<k>.txt must describe the same trials",
+    why="epochs.log and the MLLOG files are two records of the same trials; a trial in one only means a file was added "
+    "or dropped. It cannot say which log is complete.",
+    bad="epochs.log lists trial 5, no result_5.txt",
+    good="trials 1..5 in both", module=__name__)
+AGREE_002 = rule(
+    "AGREE-002", ERROR, "a trial's evaluated epochs differ between the logs",
+    fix="epochs.log must have one line for each eval_accuracy of the MLLOG",
+    why="Each eval_accuracy of the MLLOG has one line in epochs.log; different epochs mean one log was edited. It "
+    "proves the disagreement, not which log is true.",
+    bad="MLLOG evaluates epochs 1..5, epochs.log lists 1..4",
+    good="the same epochs in both", module=__name__)
+AGREE_003 = rule(
+    "AGREE-003", ERROR, "a metric value differs between the logs (4 decimals)",
+    fix="log the same evaluation result in both files; never edit a log",
+    why="Both logs record the same evaluation result; a value that differs at 4 decimals was edited in one of them. "
+    "Agreement does not prove the value is the measured one (--reevaluate does).",
+    bad="epochs.log 0.9200 where the MLLOG says 0.9134",
+    good="0.9134 in both", module=__name__)
+AGREE_004 = rule(
+    "AGREE-004", ERROR, "a timestamp differs from the MLLOG eval_stop by more than the tolerance",
+    fix="stamp each epochs.log line in UTC when its evaluation finished",
+    why="Each epochs.log line is stamped (UTC, whole seconds) when its evaluation ended, so it lies within 2 s of the "
+    "MLLOG's eval_stop; further off means one clock or log was edited. It cannot say which.",
+    bad="a line stamped 10 minutes after its eval_stop",
+    good="a line within 2 s of it", module=__name__)
 
 TIME_TOLERANCE_S = 2.0
 

@@ -33,29 +33,116 @@ from pathlib import Path
 from typing import Any
 
 from trainmark.checker.read.levels import safe_entries
-from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, MiB, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.codes import (
-    CHECKER_001,
-    CODE_001,
-    CODE_002,
-    CODE_003,
-    CODE_004,
-    CODE_005,
-    CODE_006,
-    CODE_007,
-    CODE_008,
-    CODE_009,
-    CODE_010,
-    CODE_011,
-    CODE_012,
-    CODE_013,
+from trainmark.checker.read.safefs import (
     HOSTILE_006,
     HOSTILE_007,
+    JSON_CAP,
+    LOG_CAP,
+    MiB,
+    Missing,
+    SafeTree,
+    UnsafeEntry,
 )
+from trainmark.checker.verdict.codes import CHECKER_001
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import read_records
 from trainmark.rules.reference_code import released_key
+
+CODE_001 = rule(
+    "CODE-001", ERROR, "a benchmark of result format 2 has no implementation record (the code that ran)",
+    fix="submit <submitter>/benchmarks/<benchmark>/implementations/<system>/ as trainmark run wrote it",
+    why="From result format 2 on, the code that ran is part of the result; without it no one can verify what trained "
+    "the model. It proves the record is absent, not that the code was wrong.",
+    bad="format 2 results without benchmarks/resnet-mini/implementations/sys/",
+    good="benchmarks/resnet-mini/implementations/sys/ as trainmark run wrote it", module=__name__)
+CODE_002 = rule(
+    "CODE-002", ERROR, "the implementation's MANIFEST.sha256 is missing or has a malformed line",
+    fix="keep MANIFEST.sha256 as trainmark run wrote it: '<sha256>  <relative path>' per file",
+    why="The manifest is the list of files and their hashes everything else is verified against; a missing or "
+    "malformed one leaves the record unverifiable. It says nothing about the files themselves.",
+    bad="MANIFEST.sha256 with a line 'abc  code/x.py' (not 64 hex digits)",
+    good="'<64 hex digits>  code/x.py' per file", module=__name__)
+CODE_003 = rule(
+    "CODE-003", ERROR, "a file listed in MANIFEST.sha256 is missing",
+    fix="submit every file of the implementation record",
+    why="A file the manifest lists but the record lacks is code that ran but was not submitted. It proves the absence, "
+    "not what the file held.",
+    bad="MANIFEST lists code/model.py; the file is not there",
+    good="every listed file present", module=__name__)
+CODE_004 = rule(
+    "CODE-004", ERROR, "a file's SHA-256 differs from MANIFEST.sha256",
+    fix="do not edit the implementation record; rerun to record changed code",
+    why="A hash that differs from the manifest means the file changed after the run recorded it. It cannot say whether "
+    "the change matters for the result.",
+    bad="code/train.py edited after the run",
+    good="the files as the run hashed them", module=__name__)
+CODE_005 = rule(
+    "CODE-005", ERROR, "a file of the implementation record is not listed in MANIFEST.sha256",
+    fix="remove files added after the run, or rerun",
+    why="A file in the record but not in the manifest was added after the run; it did not run. It cannot tell a "
+    "harmless note from a replaced module.",
+    bad="code/extra.py not in MANIFEST.sha256",
+    good="every file listed", module=__name__)
+CODE_006 = rule(
+    "CODE-006", ERROR, "implementation.json, environment.json or command.json is missing or malformed",
+    fix="submit the implementation record trainmark run wrote, unchanged",
+    why="implementation.json, environment.json and command.json say what ran, where and how; without them the record "
+    "cannot be tied to its results. It proves only that they are missing or unreadable.",
+    bad="implementation.json truncated",
+    good="the three JSON files as trainmark run wrote them", module=__name__)
+CODE_007 = rule(
+    "CODE-007", ERROR, "closed division: the reference code differs from the released reference of the rules version",
+    fix="run the released trainmark of that rules version unmodified (its hashes: rules/<version>/reference-code.json)",
+    why="The closed division compares systems running the same code; its files must hash to the released reference of "
+    "the rules version. It proves the code differs, not that the difference helps.",
+    bad="code/ with a modified optimizer step",
+    good="code/ equal to rules/<version>/reference-code.json's hashes", module=__name__)
+CODE_008 = rule(
+    "CODE-008", WARNING, "closed division: no released reference hashes for the rules version (code not compared)",
+    fix="check with the rules that ship rules/<version>/reference-code.json (`trainmark rules code-hashes`)",
+    why="Without released hashes for the rules version the reference code cannot be compared; a warning, since the "
+    "rest of the record is still checked. It proves nothing about the code either way.",
+    bad="closed results under rules with no reference-code.json",
+    good="rules that ship reference-code.json", module=__name__)
+CODE_009 = rule(
+    "CODE-009", ERROR, "open division: the source of the model behind --model is missing",
+    fix="submit the implementation record with its model/ folder, as trainmark run --model wrote it",
+    why="An open-division model is the submitter's own code; its source must be submitted so others can read and rerun "
+    "it. It proves the source is absent, not that the model was different.",
+    bad="implementations/sys/ without model/ for a --model run",
+    good="model/ with the module --model named", module=__name__)
+CODE_010 = rule(
+    "CODE-010", ERROR, "the implementation record names another benchmark, system, division or rules version than its "
+    "results",
+    fix="submit each system's record under benchmarks/<benchmark>/implementations/<system>/, unchanged",
+    why="A record that names another benchmark, system, division or rules version belongs to other results; it cannot "
+    "vouch for these. It proves the mismatch, not which side is right.",
+    bad="implementation.json naming system 'box-a' under results/box-b/",
+    good="the record naming the same system", module=__name__)
+CODE_011 = rule(
+    "CODE-011", ERROR, "the implementation record's framework is not one the rules version's released code knows",
+    fix="run the released trainmark unmodified: implementation.json names the framework that ran (pytorch, tensorflow)",
+    why="The released code knows the frameworks it ships (pytorch, tensorflow); another name means the record was "
+    "edited or comes from other code. It cannot identify the code that did run.",
+    bad="implementation.json framework 'jax'",
+    good="framework 'pytorch'", module=__name__)
+CODE_012 = rule(
+    "CODE-012", ERROR, "the implementation record's framework differs from the framework the MLLOG logs",
+    fix="submit the record the run of these results wrote: each system's results beside that system's own code",
+    why="The MLLOG logs the framework that trained; a record naming another one belongs to another run. It proves the "
+    "two disagree, not which is true.",
+    bad="record says tensorflow, MLLOG says pytorch",
+    good="both say pytorch", module=__name__)
+CODE_013 = rule(
+    "CODE-013", ERROR, "no implementation record under a rules version whose release carries code hashes (whatever "
+    "format version trial.json claims)",
+    fix="submit <submitter>/benchmarks/<benchmark>/implementations/<system>/ as trainmark run wrote it",
+    why="Once a rules version's release carries code hashes, the record is required whatever trial.json claims, so "
+    "writing format 1 into trial.json cannot decline it. It proves the record is absent.",
+    bad="format_version 1 in trial.json, rules 1.1, no record",
+    good="the record beside the results", module=__name__)
 
 IMPLEMENTATION_FORMAT = layout.IMPLEMENTATION_FORMAT
 MANIFEST = layout.MANIFEST

@@ -12,13 +12,50 @@ import math
 import re
 from typing import Any, Callable
 
+from trainmark.checker.read.json_file import LAYOUT_003
 from trainmark.checker.read.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.safetensors_header import HeaderError, read_tensor_table
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import CONFORM_001, CONFORM_002, CONFORM_003, CONFORM_005, CONFORM_006, LAYOUT_003
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, INFO, rule
 from trainmark.format import layout, mllog
 from trainmark.rules.ruleset import BenchmarkRules
+
+CONFORM_001 = rule(
+    "CONFORM-001", ERROR, "structure.json is malformed or its fingerprint does not match its content",
+    fix="copy the structure.json the harness wrote (trainmark.format.structure.describe)",
+    why="structure.json describes the model and carries a fingerprint of that description; a malformed file or a "
+    "fingerprint that does not match was edited. It proves tampering with the file, not the model.",
+    bad="structure.json with a layer removed and the old fingerprint",
+    good="the structure.json the harness wrote", module=__name__)
+CONFORM_002 = rule(
+    "CONFORM-002", ERROR, "the model structure differs from the reference (closed division)",
+    fix="train the reference model unchanged, or submit to the open division",
+    why="The closed division compares systems training the same model; a structure that differs from the reference "
+    "(rebuilt on the meta device, nothing from the submission) is another model. It compares structure, not weights.",
+    bad="resnet-mini with one extra block",
+    good="the reference model unchanged", module=__name__)
+CONFORM_003 = rule(
+    "CONFORM-003", INFO, "the model differs from the reference (open division: reported)",
+    fix="none needed in the open division",
+    why="Open-division models may differ from the reference; the note says how, so readers can compare like with like. "
+    "It judges nothing.",
+    bad="an open model with wider layers",
+    good="(any open model: reported)", module=__name__)
+CONFORM_005 = rule(
+    "CONFORM-005", ERROR, "the weights' names, dtypes or shapes disagree with structure.json",
+    fix="save the weights of the model structure.json describes",
+    why="The weights file must hold the tensors structure.json describes (names, dtypes, shapes); others mean the "
+    "weights come from another model. Only the header is read, not the values.",
+    bad="fc.weight of shape [10, 256] where structure.json says [10, 128]",
+    good="the weights of the described model", module=__name__)
+CONFORM_006 = rule(
+    "CONFORM-006", ERROR, "the MLLOG's fingerprint or parameter count disagrees with structure.json",
+    fix="log trainmark_model_fingerprint and trainmark_parameter_count of the model trained",
+    why="The MLLOG logs the trained model's fingerprint and parameter count; disagreeing with structure.json means the "
+    "files come from different runs. It proves the mismatch, not which is right.",
+    bad="trainmark_parameter_count 308538, structure.json 412000",
+    good="the same fingerprint and count", module=__name__)
 
 SHOWN_DIFFERENCES, SHOWN_CHARS = 20, 1500  # in a finding's message; the count says how many there are in all
 ReferenceBuilder = Callable[[BenchmarkRules], Any]  # returns an nn.Module

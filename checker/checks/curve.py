@@ -13,11 +13,30 @@ use are not judged (CONVERGE-002 already says so for batch sizes).
 from __future__ import annotations
 
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import CURVE_001, CURVE_002
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import mllog
 from trainmark.rules.convergence import band_for
 from trainmark.rules.ruleset import BenchmarkRules
+
+CURVE_001 = rule(
+    "CURVE-001", WARNING, "a trial's metric leaves the reference band of the calibration trials by more than the "
+    "rules' tolerance",
+    fix="train the reference recipe unchanged; the band (rules' curve_band) comes from the calibration trials in "
+    "docs/calibration.md",
+    why="A closed trial trains the reference recipe, so its metric after each epoch should lie within the calibration "
+    "trials' band; leaving it points to a changed recipe or data. Statistical and a warning while the rules say so; it "
+    "cannot prove the cause.",
+    bad="top1 0.60 after epoch 2 where the band is 0.78..0.84",
+    good="every epoch inside the band plus tolerance", module=__name__)
+CURVE_002 = rule(
+    "CURVE-002", ERROR, "a trial's metric leaves the reference band by more than the tolerance (the rules enforce the "
+    "band)",
+    fix="train the reference recipe unchanged; the rules' curve_band says severity: error",
+    why="The same test as CURVE-001 once the rules make the band binding (severity: error). It cannot prove the cause, "
+    "only that the curve is not the reference's.",
+    bad="a curve leaving the band by more than the tolerance",
+    good="a curve inside it", module=__name__)
 
 RULE_OF_SEVERITY = {"warning": CURVE_001, "error": CURVE_002}
 

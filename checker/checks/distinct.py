@@ -30,9 +30,27 @@ import numpy as np
 from trainmark.checker.read.safefs import Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.safetensors_header import HeaderError, tensor_spans
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import WORK_004, WORK_005
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
+
+WORK_004 = rule(
+    "WORK-004", ERROR, "two trials are not distinct: identical weights, or identical metric curves under different "
+    "seeds",
+    fix="run every trial; a copy of another trial is not a trial",
+    why="A copied trial leaves identical weights or the same metric after every epoch; distinct seeds never do (float "
+    "rounding alone differs). Curves of fewer than 3 evaluations are not compared; it cannot catch a copy whose "
+    "weights and metrics were perturbed.",
+    bad="trial_5/model.safetensors byte-identical to trial_2's",
+    good="weights and curves that differ between trials", module=__name__)
+WORK_005 = rule(
+    "WORK-005", ERROR, "a trained weight matrix or kernel is constant (every value the same): these are not the "
+    "weights that were evaluated",
+    fix="submit the model.safetensors the harness wrote at the end of the trial",
+    why="A trained matrix or kernel starts random and never becomes constant; a constant one (say zeroed) cannot be "
+    "what reached the logged metric. One-dimensional weights are not judged (a norm's scale may stay 1.0).",
+    bad="a conv kernel of all zeros",
+    good="the weights as trained", module=__name__)
 
 MIN_CURVE_EVALUATIONS = 3
 MIN_CONSTANT_ELEMENTS = 16      # a random matrix of 16 or more values is never constant

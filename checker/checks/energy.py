@@ -22,10 +22,62 @@ from typing import Any
 from trainmark.checker.checks import telemetry as telemetry_check
 from trainmark.checker.read.json_file import nesting_depth
 from trainmark.checker.read.safefs import JSON_CAP, SafeTree
-from trainmark.checker.verdict.codes import ENERGY_001, ENERGY_002, ENERGY_003, ENERGY_004, ENERGY_005, ENERGY_006
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import STRICT_JSON, Event
+
+ENERGY_001 = rule(
+    "ENERGY-001", WARNING, "the per-epoch energies (training windows plus evaluations) do not add up to the run's "
+    "total within 0.5%",
+    fix="log each window's energy from the same meter readings as run_start and run_stop; keep work between windows "
+    "short",
+    why="Per-epoch energies (training windows plus evaluations) come from the same cumulative readings as the run's "
+    "total, so they add up to it within 0.5% unless energy was spent between windows. A warning: it cannot say what "
+    "the unaccounted energy was.",
+    bad="windows adding to 800 J of a 1,000 J run",
+    good="windows adding to 997 J of 1,000 J", module=__name__)
+ENERGY_002 = rule(
+    "ENERGY-002", ERROR, "the energy domains of the total do not add up to it within 0.5%, or their readings are "
+    "malformed",
+    fix="log trainmark_energy_domains_j (joules per domain, or null) from the same read as trainmark_energy_j",
+    why="The total's domains (CPU package, DRAM, accelerators) are read at the same instant, so they add up to it "
+    "within 0.5%; a mismatch or a malformed reading means edited or broken readings. It cannot verify the meters "
+    "themselves.",
+    bad="domains 400 J + 300 J for a 1,000 J total",
+    good="domains adding to the total", module=__name__)
+ENERGY_003 = rule(
+    "ENERGY-003", WARNING, "an energy domain stopped being measured during the run (its energy is null)",
+    fix="see the harness's reason (trial.json energy_domains); fix the meter (driver, permissions, BMC) and rerun",
+    why="A domain that stops being measured during the run leaves its energy unknown (null); a warning with the "
+    "harness's reason. It proves the meter stopped, not what it would have read.",
+    bad="the GPU domain null after epoch 3 (driver lost)",
+    good="every domain measured to run_stop", module=__name__)
+ENERGY_004 = rule(
+    "ENERGY-004", ERROR, "a trial's energy figures disagree (the meter readings, a window's logged energy, "
+    "trainmark_trial_result, trial.json) beyond the meter's resolution",
+    fix="never edit an energy figure: every one is computed from the same cumulative meter readings",
+    why="Every energy figure (windows, trial result, trial.json) is computed from the same cumulative readings, so "
+    "they agree to the meter's resolution; a figure that differs was edited. It cannot tell whether the readings "
+    "themselves are true (ENERGY-006 compares telemetry).",
+    bad="trial.json train_energy_j 500, readings 812 J",
+    good="every figure from the readings", module=__name__)
+ENERGY_005 = rule(
+    "ENERGY-005", ERROR, "a cumulative energy reading goes back in time (the total or a domain)",
+    fix="log trainmark_energy_j and trainmark_energy_domains_j as the meter read them: they only grow",
+    why="Cumulative meters only grow; a reading that goes back was edited or comes from another meter. It proves the "
+    "decrease, not the true value.",
+    bad="trainmark_energy_j 5000 then 4800",
+    good="readings that never decrease", module=__name__)
+ENERGY_006 = rule(
+    "ENERGY-006", ERROR, "the power in telemetry.csv, integrated over the run or its timed windows, disagrees with the "
+    "logged energy",
+    fix="submit the telemetry.csv and the logs of the same trial, unedited (tolerance: docs/energy.md)",
+    why="telemetry.csv's power, integrated over the run and its timed windows, must match the logged energy within "
+    "docs/energy.md's bound: a forger who scales every figure alike must also rewrite the power series. It cannot "
+    "catch both rewritten consistently.",
+    bad="logged 500 J where power integrates to 800 J",
+    good="logged and integrated energy within the bound", module=__name__)
 
 TOLERANCE = 0.005   # 0.5% of the run's total energy
 ABS_TOLERANCE_J = 0.01  # counters' resolution (NVML: 1 mJ; RAPL: 1 uJ) on tiny totals

@@ -12,18 +12,62 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from trainmark.checker.verdict.codes import (
-    EPOCHLOG_001,
-    EPOCHLOG_002,
-    EPOCHLOG_003,
-    EPOCHLOG_004,
-    EPOCHLOG_005,
-    EPOCHLOG_006,
-    EPOCHLOG_007,
-)
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import epochlog
 from trainmark.rules.ruleset import BenchmarkRules
+
+EPOCHLOG_001 = rule(
+    "EPOCHLOG-001", ERROR, "a line of epochs.log is malformed",
+    fix="each line is '[yyyy:MM:dd HH:mm:ss] – [trial] – [epoch] – [metric]', UTF-8, '\\n' ends; write it with "
+    "trainmark.format.epochlog.format_line",
+    why="epochs.log is the human-readable twin of the MLLOG; a malformed line cannot be compared with it. It proves "
+    "the line's form is wrong, not its content.",
+    bad="[2026:01:02 10:00:00] - [1] - [1] - [0.91] (hyphens)",
+    good="[2026:01:02 10:00:00] – [1] – [1] – [0.9100] (en dashes)", module=__name__)
+EPOCHLOG_002 = rule(
+    "EPOCHLOG-002", ERROR, "trial numbers are not positive, contiguous and in order",
+    fix="log trials 1, 2, 3, ... one after the other, each trial's lines together",
+    why="Trials are run 1, 2, 3, ... and each trial's lines are written together; any other order means lines were "
+    "moved or merged. It cannot say which trial a stray line came from.",
+    bad="trial 2's lines before trial 1's",
+    good="trial 1's lines, then trial 2's", module=__name__)
+EPOCHLOG_003 = rule(
+    "EPOCHLOG-003", ERROR, "epoch numbers within a trial are not 1, 2, 3, ...",
+    fix="log every evaluated epoch once, counting from 1",
+    why="Each trial evaluates epochs 1, 2, 3, ...; a gap or repeat means a line was removed or copied. It proves the "
+    "sequence is broken, not which line is missing.",
+    bad="epochs 1, 2, 4 of trial 1",
+    good="epochs 1, 2, 3", module=__name__)
+EPOCHLOG_004 = rule(
+    "EPOCHLOG-004", ERROR, "a timestamp goes back within a trial",
+    fix="log each line when its evaluation finished, from one UTC clock",
+    why="Lines are stamped when their evaluation ends, from one clock, so within a trial time only goes forward; going "
+    "back means an edited stamp. It cannot tell which of the two stamps is wrong.",
+    bad="epoch 2 stamped before epoch 1",
+    good="stamps in order", module=__name__)
+EPOCHLOG_005 = rule(
+    "EPOCHLOG-005", ERROR, "a metric is not a finite number in the metric's range",
+    fix="log the metric the rules name, as a finite number inside its range",
+    why="The metric must be a finite number inside the rules' range (0..1 for accuracy); anything else cannot be a "
+    "real evaluation. It cannot prove an in-range value is the measured one (AGREE-003 and --reevaluate do).",
+    bad="[nan] or [1.7] for top1_accuracy",
+    good="[0.9134]", module=__name__)
+EPOCHLOG_006 = rule(
+    "EPOCHLOG-006", ERROR, "epochs.log is empty or truncated",
+    fix="copy the complete file; every line ends with '\\n'",
+    why="An empty file or one without its final '\\n' was cut short (a partial copy); the trials after the cut are "
+    "missing. It proves truncation, not what was lost.",
+    bad="epochs.log of 0 bytes",
+    good="every line ending with '\\n'", module=__name__)
+EPOCHLOG_007 = rule(
+    "EPOCHLOG-007", ERROR, "epochs.log has more lines, or more malformed lines, than the checker reads (the rest is "
+    "not read)",
+    fix="submit the file the harness wrote: one line per evaluated epoch, a few hundred lines at most",
+    why="The file is read in bounded time: at most a fixed number of lines and malformed lines; the rest is not read, "
+    "so nothing in it is verified. A real log has a few hundred lines at most.",
+    bad="a 64 MiB epochs.log of empty lines",
+    good="one line per evaluated epoch", module=__name__)
 
 MAX_LINE = 4096  # a valid line has under 60 characters
 MAX_LINES = 10_000    # the largest rules allow 10 trials of 90 epochs: 900 lines

@@ -14,22 +14,90 @@ from trainmark import RESULT_FORMAT_VERSION
 from trainmark.checker.mlperf.engine import EngineResult
 from trainmark.checker.read.safefs import Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import (
-    MLLOG_002,
-    MLLOG_003,
-    MLLOG_004,
-    MLLOG_005,
-    MLLOG_006,
-    MLLOG_007,
-    MLLOG_008,
-    MLLOG_009,
-    MLLOG_013,
-    SECURITY_001,
-    TRIAL_004,
-)
+from trainmark.checker.verdict.codes import SECURITY_001
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import Event
+
+MLLOG_002 = rule(
+    "MLLOG-002", ERROR, "a key occurs too few or too many times",
+    fix="log each key as often as the compliance rules require (see the message)",
+    why="The compliance rules require keys a fixed number of times (one run_start, one run_stop, one value per "
+    "hyperparameter); too few or too many means the timeline cannot be read unambiguously. It cannot say which "
+    "occurrence is the true one.",
+    bad="two run_stop records",
+    good="one run_start and one run_stop", module=__name__)
+MLLOG_003 = rule(
+    "MLLOG-003", ERROR, "a compliance check on a logged event failed",
+    fix="log the event with the value, metadata and order the compliance rules require (see the failed test)",
+    why="The generated compliance rules test each event's value, metadata and order (a finite metric in range, "
+    "evaluation every epoch, init within its limit); a failed test means the event is not what the rules require. The "
+    "message names the test and line; it cannot say why the run logged it.",
+    bad="eval_accuracy with value NaN",
+    good="eval_accuracy with a finite value inside the metric's range", module=__name__)
+MLLOG_004 = rule(
+    "MLLOG-004", ERROR, "trainmark_trial disagrees with the file's trial number",
+    fix="result_<k>.txt must log trainmark_trial = k; each trial has one file",
+    why="Each result_<k>.txt holds trial k; a file whose trainmark_trial is another number was renamed or copied. It "
+    "proves the mismatch, not where the file came from.",
+    bad="result_2.txt logging trainmark_trial 3",
+    good="result_2.txt logging trainmark_trial 2", module=__name__)
+MLLOG_005 = rule(
+    "MLLOG-005", ERROR, "event times go back",
+    fix="take time_ms of every event from one monotonic clock",
+    why="Times are taken from one monotonic clock, so they never go back; a time that does was edited or spliced. It "
+    "cannot tell which of the two records is wrong.",
+    bad="eval_stop at 1000 ms after eval_start at 2000 ms",
+    good="every time_ms at least the previous one", module=__name__)
+MLLOG_006 = rule(
+    "MLLOG-006", ERROR, "submission_* values disagree with the folder",
+    fix="submission_benchmark, _division, _org and _platform must name the benchmark, division, submitter and system "
+    "folders the file lies in",
+    why="The submission_* values name the benchmark, division, submitter and system the run was made for; disagreeing "
+    "with the folder means the file was moved. It proves the mismatch, not which name is right.",
+    bad="submission_division 'open' in a file under closed/",
+    good="submission_division 'closed' under closed/", module=__name__)
+MLLOG_007 = rule(
+    "MLLOG-007", ERROR, "trainmark_trial_result disagrees with the figures recomputed from the events",
+    fix="do not edit result files; the summary must agree with the event times (0.05 s per trial)",
+    why="The summary record (trainmark_trial_result) is recomputed from the event times; a different figure is an "
+    "edited summary. Scores never use it, so this protects readers of the summary only.",
+    bad="train_time_s 100.0 where the windows add up to 130.2 s",
+    good="the summary as the harness computed it", module=__name__)
+MLLOG_008 = rule(
+    "MLLOG-008", WARNING, "the logged energy summary disagrees with the meter readings",
+    fix="train_energy_j must equal (E[run_stop] - E[run_start]) - sum(E[eval_stop] - E[eval_start]), E being the "
+    "trainmark_energy_j readings",
+    why="The energy summary must equal what the cumulative meter readings give; a difference is an edited or "
+    "miscomputed summary. A warning: it cannot tell whether the readings themselves are true.",
+    bad="train_energy_j 500 where the readings give 812",
+    good="the summary computed from the readings", module=__name__)
+MLLOG_009 = rule(
+    "MLLOG-009", ERROR, "the compliance engine could not evaluate the file",
+    fix="fix the lines reported with it; the file is treated as failing compliance",
+    why="When the compliance engine fails on a file, no compliance rule was verified for it, so the file counts as "
+    "failing. It proves the file could not be evaluated, not a particular fault.",
+    bad="a file whose records make the engine raise",
+    good="a file the engine evaluates to the end", module=__name__)
+MLLOG_013 = rule(
+    "MLLOG-013", ERROR, "trainmark_format_version is missing (rules 1.1 and later) or not a result format the checker "
+    "knows",
+    fix="log the result format version as trainmark run does; trial.json's format_version must agree",
+    why="The result format version decides which files and keys are required; without it (rules 1.1 and later) a "
+    "submitter could pick the lenient older format. It proves only the version is missing or unknown.",
+    bad="no trainmark_format_version record",
+    good="trainmark_format_version 2, and trial.json format_version 2", module=__name__)
+TRIAL_004 = rule(
+    "TRIAL-004", ERROR, "an interrupted attempt the MLLOG names (trainmark_interrupted_attempts) is missing from "
+    "interrupted/",
+    fix="submit the benchmark folder's interrupted/ as `trainmark run --resume` left it: every started trial stays "
+    "visible",
+    why="`--resume` keeps every started attempt under interrupted/ so that a bad trial cannot be rerun quietly until a "
+    "good one comes; an attempt the MLLOG names but the folder lacks was removed. It cannot say what the removed "
+    "attempt showed.",
+    bad="trainmark_interrupted_attempts 1, interrupted/ empty",
+    good="interrupted/ holding the attempt the MLLOG names", module=__name__)
 
 TIME_TOLERANCE_S = 0.05  # docs/result-format.md: the summary agrees within 0.05 s per trial
 

@@ -11,9 +11,49 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trainmark.checker.verdict.codes import RANK_001, RANK_002, RANK_003, RANK_004, RANK_005
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import layout, mllog
+
+RANK_001 = rule(
+    "RANK-001", ERROR, "the world size is not logged the same way in every trial",
+    fix="log trainmark_world_size once per trial (the harness does) and run every trial of a benchmark on the same "
+    "number of ranks",
+    why="The world size decides the global batch and the resources the time was measured on; it must be logged the "
+    "same way in every trial. It proves inconsistency, not the real number of ranks.",
+    bad="trainmark_world_size 2 in trial 1, 4 in trial 2",
+    good="the same world size in every trial", module=__name__)
+RANK_002 = rule(
+    "RANK-002", ERROR, "the global batch is not the per-rank batch times the world size",
+    fix="log global_batch_size = trainmark_local_batch_size x trainmark_world_size, with ranks spread evenly over "
+    "trainmark_nodes",
+    why="The global batch (what the rules judge) must be the per-rank batch times the world size, ranks spread evenly "
+    "over nodes; otherwise the logged batch is not the one trained. It checks the arithmetic of logged values only.",
+    bad="global 256 with local 64 on 2 ranks",
+    good="global 128 = local 64 x 2 ranks", module=__name__)
+RANK_003 = rule(
+    "RANK-003", ERROR, "more than one process wrote a result file",
+    fix="only rank 0 writes the MLLOG (`trainmark run` under torchrun does); do not concatenate the ranks' logs",
+    why="Only rank 0 writes the MLLOG; records from several processes mean logs were concatenated, so events repeat "
+    "and the timeline is ambiguous. It cannot say which process's records are right.",
+    bad="result_1.txt holding two run_start records from ranks 0 and 1",
+    good="one writer", module=__name__)
+RANK_004 = rule(
+    "RANK-004", ERROR, "the nodes' energy readings do not add up to the total",
+    fix="trainmark_energy_j must equal the sum of trainmark_node_energy_j (one reading per node, null with a null "
+    "total)",
+    why="The total energy of a multi-node run is the sum of its nodes' readings; a total that differs was edited or "
+    "metered elsewhere. It checks the sum of logged readings, not the meters.",
+    bad="total 1000 J, nodes 300 J + 300 J",
+    good="total 600 J, nodes 300 J + 300 J", module=__name__)
+RANK_005 = rule(
+    "RANK-005", ERROR, "a multi-node run records its total energy without the per-node readings",
+    fix="record trainmark_node_energy_j on run_start and run_stop, one reading per node (each node's local rank 0 "
+    "meters it)",
+    why="A multi-node total without per-node readings cannot be checked (RANK-004 needs them). It proves the readings "
+    "are absent.",
+    bad="trainmark_nodes 2, no trainmark_node_energy_j",
+    good="one reading per node on run_start and run_stop", module=__name__)
 
 WORLD, LOCAL, NODES, NODE_ENERGY = ("trainmark_world_size", "trainmark_local_batch_size", "trainmark_nodes",
                                     "trainmark_node_energy_j")

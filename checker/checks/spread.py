@@ -7,9 +7,20 @@ or a spread of epochs-to-target (a target met early by one seed and late by anot
 from __future__ import annotations
 
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import SPREAD_001
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import WARNING, rule
 from trainmark.rules.ruleset import BenchmarkRules
+
+SPREAD_001 = rule(
+    "SPREAD-001", WARNING, "the trials' train times vary more than the rules' max_train_time_cv (the score ranks "
+    "systems poorly)",
+    fix="rerun on a quiet machine (the finding names other load seen during the trials) or ask for a recipe whose "
+    "epochs-to-target agree across seeds",
+    why="A score ranks systems only if its trials agree; a train-time CV above the rules' bound means the mean says "
+    "little. The finding names the likely cause (other CPU load, spread of epochs to target); it cannot prove the "
+    "cause.",
+    bad="train times 100, 180, 95, 210, 120 s",
+    good="train times within the rules' CV", module=__name__)
 
 BUSY_PCT = 10.0   # other processes using more than this share of the CPUs slow a 2-core trial visibly
 

@@ -9,11 +9,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainmark.checker.read.levels import SystemFile
+from trainmark.checker.read.levels import LAYOUT_002, SystemFile
 from trainmark.checker.read.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.codes import LAYOUT_002, SYSTEM_001, SYSTEM_002
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import schema
+
+SYSTEM_001 = rule(
+    "SYSTEM-001", ERROR, "the system description is not a readable JSON object",
+    fix="write systems/<system>.json as UTF-8 JSON, one object",
+    why="The system description is read as one UTF-8 JSON object; anything else cannot be validated or compared. It "
+    "proves only the file is unreadable.",
+    bad="systems/box.json holding a JSON list",
+    good="systems/box.json holding one JSON object", module=__name__)
+SYSTEM_002 = rule(
+    "SYSTEM-002", ERROR, "the system description breaks the system JSON Schema",
+    fix="fix the named field (schema: trainmark/format/schema/system.schema.json)",
+    why="The schema names the fields a result's reader needs (accelerators, counts, framework); a description that "
+    "breaks it leaves them unknown or mistyped. Valid does not mean true: the checker cannot see the hardware.",
+    bad="\"accelerators_per_node\": \"eight\"",
+    good="\"accelerators_per_node\": 8", module=__name__)
 
 
 def default_schema_path() -> Path:

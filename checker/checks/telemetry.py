@@ -14,15 +14,8 @@ import math
 from typing import Iterator
 
 from trainmark.checker.read.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.codes import (
-    TELEMETRY_001,
-    TELEMETRY_002,
-    TELEMETRY_003,
-    TELEMETRY_004,
-    TELEMETRY_005,
-    TELEMETRY_006,
-)
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
 from trainmark.format.telemetry import (
@@ -37,6 +30,55 @@ from trainmark.format.telemetry import (
     THROTTLE_MASK,
     throttle_names,
 )
+
+TELEMETRY_001 = rule(
+    "TELEMETRY-001", WARNING, "the accelerator was power- or thermally throttled during a timed window",
+    fix="cool the system or lift the power cap; throttling makes the time depend on the room, not the system",
+    why="Throttling (power cap, thermal, hardware slowdown) during a timed window makes the time depend on the room, "
+    "not the system; a warning. It reports what the driver said, and sees nothing on systems that do not report it.",
+    bad="power-cap throttle reasons during epoch 2",
+    good="no throttle reasons while training", module=__name__)
+TELEMETRY_002 = rule(
+    "TELEMETRY-002", WARNING, "telemetry has a gap of more than 2 s during the run",
+    fix="keep the machine responsive while training (the sampler runs at 1 Hz or faster); gaps are recorded, not "
+    "filled",
+    why="The sampler runs at 1 Hz or faster; a gap over 2 s means the machine stalled or rows were removed, so that "
+    "interval is unobserved. A warning: gaps are recorded, not filled.",
+    bad="no row between t=120 s and t=135 s",
+    good="a row at least every second", module=__name__)
+TELEMETRY_003 = rule(
+    "TELEMETRY-003", ERROR, "trial_<k>/telemetry.csv is not the harness's CSV (header time_ms,..., numbers or empty "
+    "cells)",
+    fix="copy the telemetry.csv the harness wrote, unchanged (format: docs/energy.md)",
+    why="telemetry.csv is evidence for throttling, gaps and energy; read as plain CSV of numbers, one that is not the "
+    "harness's format proves none of them. It proves only the format is wrong.",
+    bad="a header 'time,power' instead of 'time_ms,...'",
+    good="the telemetry.csv the harness wrote", module=__name__)
+TELEMETRY_004 = rule(
+    "TELEMETRY-004", ERROR, "a trial of result format 2 or later has no trial_<k>/telemetry.csv",
+    fix="run with telemetry on (--telemetry-hz 1 or more; 0 is for experiments, not results) and submit the file",
+    why="From result format 2 on every trial records telemetry; without it throttling, gaps and the energy cross-check "
+    "cannot be verified. It proves the file is absent.",
+    bad="trial_3/ without telemetry.csv (--telemetry-hz 0)",
+    good="trial_3/telemetry.csv", module=__name__)
+TELEMETRY_005 = rule(
+    "TELEMETRY-005", ERROR, "the telemetry timeline contradicts the windows: the run worked harder in its evaluations "
+    "than in training",
+    fix="submit the logs and telemetry.csv of the same trial, unedited (the bound: docs/energy.md)",
+    why="An evaluation does less work per second than training; telemetry showing the run working harder inside its "
+    "evaluations than in training means training time was logged as evaluation. It cannot catch a forger who rewrote "
+    "telemetry consistently.",
+    bad="evaluation windows at full power, training windows idle",
+    good="training windows at the higher load", module=__name__)
+TELEMETRY_006 = rule(
+    "TELEMETRY-006", ERROR, "the telemetry rows do not span the run as the sampler writes them (start, end, or more "
+    "rows than its period allows)",
+    fix="submit the telemetry.csv of the same trial, unedited: its rows run from before run_start to run_stop",
+    why="The sampler writes rows from before run_start to run_stop at its period; rows that start late, end early or "
+    "are too many for the period were shifted or added, so the series does not cover the run. It cannot reconstruct "
+    "the missing rows.",
+    bad="rows starting 60 s after run_start",
+    good="rows from before run_start to run_stop", module=__name__)
 
 MAX_COLUMNS = 4096
 MAX_GAP_FINDINGS = 10  # per file; the last finding says how many more

@@ -15,10 +15,32 @@ from trainmark.checker.checks.trials import hyperparameters
 from trainmark.checker.read.json_file import harness_schema, read_json_object, schema_findings
 from trainmark.checker.read.safefs import SafeTree
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import TRIALJSON_001, TRIALJSON_002, TRIALJSON_003
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
 from trainmark.rules.ruleset import BenchmarkRules
+
+TRIALJSON_001 = rule(
+    "TRIALJSON-001", ERROR, "trial.json is not a readable JSON object (size, depth, encoding)",
+    fix="copy the trial.json the harness wrote; it is a small, flat UTF-8 JSON object",
+    why="trial.json is read with a size cap and a depth bound; a file that is not a small UTF-8 JSON object cannot be "
+    "compared with the logs. It proves only the file is unreadable.",
+    bad="trial.json nested 10,000 levels deep",
+    good="the flat object the harness wrote", module=__name__)
+TRIALJSON_002 = rule(
+    "TRIALJSON-002", ERROR, "trial.json breaks its JSON Schema",
+    fix="copy the trial.json the harness wrote (schema: trainmark/format/schema/trial.schema.json)",
+    why="The schema names every field readers rely on and its type; a file that breaks it was not written by the "
+    "harness unchanged. Valid does not mean true (TRIALJSON-003 compares the figures).",
+    bad="\"train_time_s\": \"fast\"",
+    good="\"train_time_s\": 131.2", module=__name__)
+TRIALJSON_003 = rule(
+    "TRIALJSON-003", ERROR, "trial.json disagrees with the figures recomputed from the MLLOG",
+    fix="never edit trial.json: it must state what result_<k>.txt shows (times within 0.05 s)",
+    why="Scores come from the MLLOG, but reports and readers show trial.json; a summary claiming other figures than "
+    "the logs is an edited summary. It cannot tell whether the logs themselves are true.",
+    bad="trial.json train_time_s 90.0, MLLOG windows 131.2 s",
+    good="131.2 in both (within 0.05 s)", module=__name__)
 
 TIME_TOLERANCE_S = 0.05      # as the MLLOG's own summary (docs/result-format.md)
 ENERGY_TOLERANCE = 0.005     # relative, or 1 J

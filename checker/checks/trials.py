@@ -2,27 +2,110 @@
 from __future__ import annotations
 
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import (
-    CONVERGE_001,
-    CONVERGE_002,
-    CONVERGE_003,
-    CONVERGE_004,
-    HPARAM_001,
-    HPARAM_003,
-    HPARAM_004,
-    HPARAM_005,
-    SEED_002,
-    TARGET_002,
-    TARGET_003,
-    TRIAL_001,
-    TRIAL_002,
-    TRIAL_003,
-)
+from trainmark.checker.verdict.codes import HPARAM_003
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.format import layout, mllog
 from trainmark.rules import admissible, convergence
 from trainmark.rules.reference_code import implementation_of
 from trainmark.rules.ruleset import BenchmarkRules
+
+TRIAL_001 = rule(
+    "TRIAL-001", ERROR, "a trial is missing",
+    fix="submit trials 1..n without gaps, each with result_<k>.txt and trial_<k>/",
+    why="The rules ask for a number of trials because one training's time is noisy; a missing trial leaves a score "
+    "that could be a chosen subset. It proves the trial is absent, not why.",
+    bad="result_1, result_2, result_4 (no 3)",
+    good="result_1..5 and trial_1..5/", module=__name__)
+TRIAL_002 = rule(
+    "TRIAL-002", ERROR, "more trials than the rules ask for (a missing trial is TRIAL-001 alone)",
+    fix="submit exactly the number of trials the rules' 'trials' field asks for",
+    why="Submitting more trials than asked would let a submitter pick the fastest; the rules fix the count. It proves "
+    "the extra trials exist, not that any was picked.",
+    bad="7 trials where the rules ask for 5",
+    good="exactly 5", module=__name__)
+TRIAL_003 = rule(
+    "TRIAL-003", ERROR, "a crashed or interrupted trial in the set of trials (never an allowed miss)",
+    fix="rerun it: `trainmark run --resume` archives the failed trial under interrupted/ and trains it again",
+    why="A crashed or interrupted trial is not a measured trial and is never one of the allowed misses; `--resume` "
+    "reruns it and keeps the attempt visible. It proves the trial did not finish.",
+    bad="trial 3 with status 'interrupted'",
+    good="trial 3 rerun by --resume, its attempt under interrupted/", module=__name__)
+SEED_002 = rule(
+    "SEED-002", ERROR, "two trials used the same seed",
+    fix="draw a distinct seed for every trial",
+    why="Trials differ only by their seed; two trials with one seed are one training counted twice. It proves the "
+    "seeds are equal, not that the runs were copies (WORK-004 looks at that).",
+    bad="trials 2 and 4 both with seed 1234",
+    good="a distinct seed per trial", module=__name__)
+TARGET_002 = rule(
+    "TARGET-002", WARNING, "a trial did not reach the quality target",
+    fix="none needed if within scoring.max_not_converged: it is scored as the slowest trial",
+    why="A trial that misses the quality target is scored as the slowest trial, within the allowance the rules give; a "
+    "warning, since the score still stands. It proves only the last logged metric was short.",
+    bad="trial 4 ends at 0.905 with target 0.91",
+    good="every trial reaching 0.91", module=__name__)
+TARGET_003 = rule(
+    "TARGET-003", ERROR, "more trials missed the target than the rules allow: no score",
+    fix="rerun the benchmark; at most scoring.max_not_converged trials may miss the target",
+    why="Beyond scoring.max_not_converged misses the benchmark has no score: the time would be measured on runs that "
+    "did not reach the quality asked. It proves the count, not the cause.",
+    bad="3 of 5 trials miss the target, 1 allowed",
+    good="at most 1 miss", module=__name__)
+CONVERGE_001 = rule(
+    "CONVERGE-001", ERROR, "closed division: epochs to target faster than the reference convergence allows",
+    fix="train with the reference recipe within the closed division's limits; the rules' convergence points come from "
+    "reference runs (see rules/<version>/<benchmark>.yaml, convergence)",
+    why="Closed-division trials train the reference recipe, so their epochs to target follow the reference runs' "
+    "distribution; converging faster than it allows points to a changed recipe or forged metrics. It is statistical: "
+    "it cannot prove how the speed-up was made.",
+    bad="every trial converging in 2 epochs where the reference needs 5 to 6",
+    good="epochs to target within the reference's range", module=__name__)
+CONVERGE_002 = rule(
+    "CONVERGE-002", WARNING, "no reference convergence points at this global batch size: not verified",
+    fix="use a batch size the rules measured, or ask for reference runs at yours",
+    why="The rules have reference convergence points only at calibrated batch sizes; elsewhere epochs to target cannot "
+    "be compared, so they are not verified (a warning). It proves nothing about the trials.",
+    bad="global batch 200 with points at 128 and 256 only (where not interpolated)",
+    good="global batch 256", module=__name__)
+CONVERGE_003 = rule(
+    "CONVERGE-003", ERROR, "closed division: a global batch size or implementation the rules have no reference "
+    "convergence points for, outside the calibrated range: epochs to target cannot be judged",
+    fix="use a batch size between the rules' calibrated ones (`trainmark rules show <benchmark>`, convergence), or "
+    "submit to the open division; new points come from `trainmark calibrate` runs added to the rules",
+    why="A closed result outside the calibrated range has no reference to be judged against, and an unverifiable "
+    "closed result is not a closed result. It proves the setting is uncalibrated, not that convergence was wrong.",
+    bad="closed run at global batch 4096, calibrated 64..512",
+    good="global batch 256 (calibrated)", module=__name__)
+CONVERGE_004 = rule(
+    "CONVERGE-004", INFO, "the reference at this batch size is interpolated between two calibrated batch sizes (as "
+    "MLPerf's RCP checker does)",
+    fix="nothing to do: the finding says which points were interpolated",
+    why="Between two calibrated batch sizes the reference is interpolated, as MLPerf's RCP checker does; the note says "
+    "which points were used. It is informational: the interpolation is an estimate.",
+    bad="global batch 192 between points at 128 and 256",
+    good="global batch 256 (a calibrated point)", module=__name__)
+HPARAM_001 = rule(
+    "HPARAM-001", ERROR, "a hyperparameter value is not allowed in the division",
+    fix="use a value the rules allow (`trainmark rules show <benchmark>`)",
+    why="Each division allows certain hyperparameter values (closed: the reference's, open: a range); a value outside "
+    "them is another benchmark. It checks the logged value, not that training used it.",
+    bad="closed division with learning rate 0.5 where the rules fix 0.1",
+    good="the rules' value", module=__name__)
+HPARAM_004 = rule(
+    "HPARAM-004", ERROR, "closed division: the trials of a benchmark differ in hyperparameters or precision",
+    fix="run every trial with the same settings; only the seed differs (`--resume` refuses other settings)",
+    why="In the closed division every trial repeats one setting; trials that differ are several experiments, not "
+    "repetitions, and the score could pick among them. It compares the logged values only.",
+    bad="trials 1-4 at batch 256, trial 5 at 512",
+    good="the same settings in every trial", module=__name__)
+HPARAM_005 = rule(
+    "HPARAM-005", WARNING, "open division: the trials of a benchmark differ in hyperparameters or precision",
+    fix="run every trial with the same settings, or submit the settings as separate results",
+    why="In the open division the settings are free, but a score over trials with different settings mixes "
+    "experiments; a warning. It compares the logged values only.",
+    bad="trial 5 with another learning rate",
+    good="one setting for all trials", module=__name__)
 
 
 def check_numbering(trials: list[int], folder_rel: str, rules: BenchmarkRules | None, findings: Findings) -> None:

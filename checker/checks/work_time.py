@@ -30,11 +30,37 @@ from typing import Any
 from trainmark.checker.checks import evidence_interference as interference
 from trainmark.checker.checks.evidence_interference import WORK_008
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import WORK_001, WORK_002, WORK_003
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
 from trainmark.rules.ruleset import BenchmarkRules, eval_time_bound
+
+WORK_001 = rule(
+    "WORK-001", ERROR, "an evaluation window took far longer per evaluated sample than training took per trained "
+    "sample: the window logged as evaluation held training time",
+    fix="log eval_start/eval_stop around the evaluation only (the harness does); the bound is the rules' "
+    "evaluation.max_eval_time_ratio",
+    why="The score excludes evaluation, so moving training time into evaluation windows would shorten it; per sample "
+    "an evaluation costs a bounded multiple of training, and a window beyond that bound held training. It cannot catch "
+    "a forger who scales every window consistently.",
+    bad="eval windows of 60 s for 1,000 samples beside 10 s epochs of 50,000",
+    good="eval windows within the rules' ratio", module=__name__)
+WORK_002 = rule(
+    "WORK-002", ERROR, "an epoch's logged work (FLOPs per step x steps) over its logged time exceeds the system's "
+    "peak: the time is not physically possible",
+    fix="log the real epoch times; if the peak is wrong, declare the right one in the system description",
+    why="An epoch's FLOPs over its time cannot exceed the system's peak; faster is physically impossible. It relies on "
+    "the FLOPs per step and the peak, and cannot catch a forged FLOP count or peak.",
+    bad="a 5 GFLOP/step epoch of 200 steps logged in 0.001 s on a 2 TFLOP/s CPU",
+    good="epoch times above work / peak", module=__name__)
+WORK_003 = rule(
+    "WORK-003", ERROR, "an epoch trained more than twice as fast as the trial's median epoch",
+    fix="log the real epoch windows (an epoch whose time was cut is not a measured epoch)",
+    why="Every epoch does the same work, so none runs twice as fast as the trial's median (real runs stay within "
+    "1.6x); an epoch that did had its window cut. Differences under the noise floor are not judged.",
+    bad="epochs of 30 s with one of 9 s",
+    good="epochs of 28 to 34 s", module=__name__)
 
 FAST_EPOCH_FACTOR = 2.0
 # Differences under this many seconds are clock and scheduler noise, not hidden work: the MLLOG clock

@@ -18,11 +18,50 @@ from typing import Any
 
 import yaml
 
-from trainmark.checker.verdict.codes import HPARAM_002, HPARAM_003, SEED_001
+from trainmark.checker.verdict.codes import HPARAM_003
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.files import write_text_atomic
 from trainmark.format import labels, layout, mllog
 from trainmark.rules import admissible
 from trainmark.rules.ruleset import BenchmarkRules
+
+SEED_001 = rule(
+    "SEED-001", ERROR, "a trial's seed is missing, repeated or not an integer",
+    fix="log one 'seed' event per trial with an integer value",
+    why="Each trial logs its seed once, as an integer, so trials can be told apart and reproduced; a missing, repeated "
+    "or non-integer seed cannot. It proves only the seed record is wrong.",
+    bad="seed logged as 'random'",
+    good="one seed record with an integer value", module=__name__)
+HPARAM_002 = rule(
+    "HPARAM-002", ERROR, "a hyperparameter of the rules is not logged, or logged with several values",
+    fix="log every hyperparameter the rules name, once",
+    why="Hyperparameters are judged from the log; one not logged, or logged twice with different values, cannot be "
+    "judged. It proves the record is missing or ambiguous, not the value used.",
+    bad="no opt_base_learning_rate record",
+    good="one record of every hyperparameter the rules name", module=__name__)
+TARGET_001 = rule(
+    "TARGET-001", ERROR, "run_stop's status disagrees with the last metric and the target",
+    fix="status is 'success' exactly when the last evaluation reached the target",
+    why="run_stop's status says whether the trial converged; it must be 'success' exactly when the last evaluation "
+    "reached the target, or a missed trial would pass as converged. It proves the status and the metric disagree, not "
+    "which is wrong.",
+    bad="status 'success' with a last metric of 0.88 for target 0.91",
+    good="status 'success' with 0.9134, 'aborted' with 0.88", module=__name__)
+TARGET_004 = rule(
+    "TARGET-004", ERROR, "a trial ran more epochs than the rules' max_epochs",
+    fix="stop a trial at max_epochs",
+    why="The rules cap the epochs a trial may train; beyond the cap the trial is another benchmark (more budget). It "
+    "proves the count, from the logged epoch numbers.",
+    bad="epoch_num 9 with max_epochs 8",
+    good="at most 8 epochs", module=__name__)
+TARGET_005 = rule(
+    "TARGET-005", WARNING, "a trial went on after reaching the target",
+    fix="stop the clock at the first evaluation that reaches the target",
+    why="The clock stops at the first evaluation that reaches the target; training on means the logged time is not "
+    "time to target (a warning: the score is still computed from the first reaching evaluation). It cannot say why the "
+    "run went on.",
+    bad="target reached at epoch 4, evaluations at epochs 5 and 6 follow",
+    good="run_stop right after the epoch-4 evaluation", module=__name__)
 
 # The allowed values come from the result format, spelled once (trainmark.format).
 ENERGY_METHODS = labels.ENERGY_METHODS

@@ -32,30 +32,124 @@ from trainmark.checker.mlperf.power import power_problems
 from trainmark.checker.mlperf.seeds import seed_problems
 from trainmark.checker.read.levels import BenchmarkFolder
 from trainmark.checker.read.mllog_read import read_events
-from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.codes import (
-    HOSTILE_007,
-    MLPERF_001,
-    MLPERF_002,
-    MLPERF_003,
-    MLPERF_004,
-    MLPERF_005,
-    MLPERF_007,
-    MLPERF_010,
-    MLPERF_011,
-    MLPERF_012,
-    MLPERF_013,
-    MLPERF_014,
-    MLPERF_015,
-    MLPERF_016,
-    MLPERF_017,
-    SECURITY_001,
-)
+from trainmark.checker.read.safefs import HOSTILE_007, JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.verdict.codes import SECURITY_001
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.checker.verdict.scoring import olympic_mean
 from trainmark.errors import UserError
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import Event
+
+MLPERF_001 = rule(
+    "MLPERF-001", WARNING, "an MLPerf result file fails MLPerf's compliance rules (run dropped)",
+    fix="see the compliance message; a dropped run counts as one of the runs olympic scoring drops",
+    why="MLPerf drops a run that fails its compliance rules (for the ruleset, shipped inside mlperf-logging); a "
+    "warning, since olympic scoring allows one drop. It reports the engine's failed test.",
+    bad="a run without a required hyperparameter key",
+    good="a run passing MLPerf's compliance rules", module=__name__)
+MLPERF_002 = rule(
+    "MLPERF-002", WARNING, "an MLPerf run has no run_start or no successful run_stop (run dropped)",
+    fix="a run that did not converge counts as one of the runs olympic scoring drops",
+    why="A run without run_start or without a successful run_stop has no time to target; MLPerf drops it (a warning, "
+    "within the allowed drops). It proves the records are missing or unsuccessful.",
+    bad="run_stop with status 'aborted'",
+    good="run_stop with status 'success'", module=__name__)
+MLPERF_003 = rule(
+    "MLPERF-003", ERROR, "more MLPerf runs dropped than allowed: no score",
+    fix="MLPerf allows 1 dropped run (4 for unet3d)",
+    why="Olympic scoring drops at most 1 run (4 for unet3d); beyond that the benchmark has no score. It proves the "
+    "count of dropped runs.",
+    bad="2 of 5 runs dropped",
+    good="at most 1 dropped", module=__name__)
+MLPERF_004 = rule(
+    "MLPERF-004", ERROR, "fewer MLPerf result files than MLPerf requires for the benchmark (MLPerf: \"Incorrect number "
+    "of files\", an error)",
+    fix="submit the number of runs MLPerf's rules require (mlperf-logging's benchmark_meta)",
+    why="MLPerf requires a fixed number of runs per benchmark; fewer is its 'Incorrect number of files' error. It "
+    "counts files only.",
+    bad="4 result files where MLPerf requires 5",
+    good="5 result files", module=__name__)
+MLPERF_005 = rule(
+    "MLPERF-005", WARNING, "scaling.json is not a JSON object with a positive scaling_factor (ignored: the factor is "
+    "computed from MLPerf's reference convergence points)",
+    fix="delete it, or submit the one MLPerf's package checker wrote: {\"scaling_factor\": <number>}",
+    why="scaling.json multiplies the score, so it is never taken from the folder: the factor is computed from MLPerf's "
+    "reference convergence points, and a malformed file is ignored with a warning.",
+    bad="scaling.json holding a list",
+    good="no scaling.json, or {\"scaling_factor\": 1.08}", module=__name__)
+MLPERF_007 = rule(
+    "MLPERF-007", ERROR, "more MLPerf result files than MLPerf requires for the benchmark (MLPerf requires the exact "
+    "number)",
+    fix="submit exactly the number of runs MLPerf's rules require; a run may not be chosen from more",
+    why="With more runs than required a submitter could choose the best ones; MLPerf requires the exact number. It "
+    "counts files only.",
+    bad="7 result files where MLPerf requires 5",
+    good="exactly 5", module=__name__)
+MLPERF_010 = rule(
+    "MLPERF-010", ERROR, "closed-division MLPerf runs break MLPerf's seed rules (no seed, a seed that is not an "
+    "integer with its source file and line, or the same seed from the same line in two runs)",
+    fix="seed every run differently and log it with mllog (key 'seed', metadata file and lineno)",
+    why="MLPerf's seed rules for closed runs: each run logs its seed with the file and line that set it, and no two "
+    "runs share a seed from the same line; otherwise runs may be repeats. It cannot verify the seed was used.",
+    bad="two runs with seed 42 from train.py line 10",
+    good="a distinct seed per run, each with its source", module=__name__)
+MLPERF_011 = rule(
+    "MLPERF-011", INFO, "an MLPerf run logs more than one seed (one per rank is common)",
+    fix="nothing to fix when each seed is logged by mllog; MLPerf's seed checker notes it too (a Python warning)",
+    why="Several seeds in one run are common (one per rank); MLPerf's seed checker notes it too. Informational.",
+    bad="8 seed records from 8 ranks",
+    good="(any run: noted)", module=__name__)
+MLPERF_012 = rule(
+    "MLPERF-012", ERROR, "closed-division MLPerf runs fail MLPerf's RCP check (convergence against the reference "
+    "convergence points mlperf-logging ships for the ruleset)",
+    fix="converge no faster than the reference allows at your batch size, or ask MLPerf for an RCP at that size",
+    why="Closed runs must not converge faster than MLPerf's reference convergence points (RCP) allow at their batch "
+    "size; faster points to a changed recipe. Statistical: it cannot prove how.",
+    bad="mean epochs to target well below the RCP's at that batch size",
+    good="within the RCP's bound", module=__name__)
+MLPERF_013 = rule(
+    "MLPERF-013", WARNING, "an MLPerf check fails but the folder's package_checker_params bypasses it (MLPerf accepts "
+    "it for the submission committee's review)",
+    fix="be ready to have the bypass reviewed by MLPerf's submission committee",
+    why="package_checker_params may bypass a check for the committee's review; MLPerf accepts that, so it is a warning "
+    "naming the bypassed check. It cannot judge whether the bypass is justified.",
+    bad="an RCP failure bypassed by package_checker_params",
+    good="no bypass needed", module=__name__)
+MLPERF_014 = rule(
+    "MLPERF-014", ERROR, "a submitted scaling.json differs from the scaling factor computed from MLPerf's reference "
+    "convergence points (the computed one is used)",
+    fix="delete scaling.json or submit the one MLPerf's package checker wrote; a score is never scaled by a submitted "
+    "factor",
+    why="A score is never scaled by a submitted factor: the factor is computed from MLPerf's reference points, and a "
+    "scaling.json that differs is an error (the computed one is used). It cannot say how the submitted factor was "
+    "made.",
+    bad="scaling.json 0.8 where the RCP gives 1.0",
+    good="scaling.json equal to the computed factor, or none", module=__name__)
+MLPERF_015 = rule(
+    "MLPERF-015", WARNING, "an MLPerf run's power results are not as MLPerf's power checker requires (the run counts "
+    "as non-compliant)",
+    fix="submit power/<result>/node_<i>.txt (and sw_<i>.txt) for every run, numbered from 0, as many for every run",
+    why="MLPerf's power checker requires node (and switch) power files for every run, numbered from 0, alike across "
+    "runs; otherwise the run counts as non-compliant. It checks the files' presence and numbering, not the readings.",
+    bad="power/result_0/node_1.txt without node_0.txt",
+    good="node_0.txt..node_n.txt for every run", module=__name__)
+MLPERF_016 = rule(
+    "MLPERF-016", ERROR, "more MLPerf runs fail compliance or the power rules than olympic scoring accepts",
+    fix="MLPerf accepts 1 non-compliant run (4 for unet3d)",
+    why="Olympic scoring accepts 1 non-compliant run (4 for unet3d), compliance and power failures together; beyond "
+    "that no score. It proves the count.",
+    bad="one compliance and one power failure in 5 runs",
+    good="at most one of either", module=__name__)
+MLPERF_017 = rule(
+    "MLPERF-017", WARNING, "a submitted scaling.json is larger than the factor computed from MLPerf's reference "
+    "convergence points: it would only slow the score (older RCP checkers computed such factors; the computed one is "
+    "used)",
+    fix="delete scaling.json or submit the one today's package checker writes",
+    why="A scaling.json larger than the computed factor would only slow the score (older RCP checkers wrote such "
+    "factors); a warning, and the computed factor is used.",
+    bad="scaling.json 1.5 where 1.1 is computed",
+    good="scaling.json equal to the computed factor", module=__name__)
 
 
 @dataclass

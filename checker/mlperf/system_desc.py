@@ -12,8 +12,25 @@ from __future__ import annotations
 
 from trainmark.checker.mlperf import mlperf_data
 from trainmark.checker.read.levels import SystemFile
-from trainmark.checker.verdict.codes import MLPERF_008, MLPERF_009
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
+
+MLPERF_008 = rule(
+    "MLPERF-008", ERROR, "an MLPerf system description lacks a field MLPerf's system description checker requires for "
+    "the ruleset",
+    fix="add the field (the list is mlperf-logging's system_desc_checker for the round)",
+    why="MLPerf's system description checker requires fields per round; a missing one leaves the system undescribed. "
+    "It checks presence, not truth.",
+    bad="a system JSON without host_processor_model_name",
+    good="every field the round's checker lists", module=__name__)
+MLPERF_009 = rule(
+    "MLPERF-009", ERROR, "an MLPerf system description field has a value or type MLPerf does not accept (status, "
+    "division, the fields of its summary line)",
+    fix="use one of the values the message names; the summary fields are strings",
+    why="Some fields take fixed values (status, division) or must be strings to build the summary line; other values "
+    "break the summary. It checks values and types, not truth.",
+    bad="\"division\": \"closed-ish\"",
+    good="\"division\": \"closed\"", module=__name__)
 
 FIRST_CHECKED_RULESET = (1, 0, 0)
 # mlperf-logging 4.1.68 tests `major >= 4 or (major == 4 and minor >= 1)`, which takes in 4.0.0, but the

@@ -34,20 +34,69 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from trainmark.checker.verdict.codes import (
-    ARCHIVE_001,
-    ARCHIVE_002,
-    ARCHIVE_003,
-    ARCHIVE_004,
-    ARCHIVE_005,
-    ARCHIVE_006,
-    ARCHIVE_007,
-    ARCHIVE_008,
-)
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.digest import sha256_file
 from trainmark.errors import UserError
 from trainmark.format.layout import DIVISIONS, RESULTS_DIR, SYSTEMS_DIR
+
+ARCHIVE_001 = rule(
+    "ARCHIVE-001", ERROR, "the archive cannot be read as a tar archive (plain, gzip, bzip2 or xz)",
+    fix="write it with `trainmark package FOLDER -o NAME.tar.gz`",
+    why="An archive is unpacked only when Python's tarfile reads it as a tar (plain, gzip, bzip2, xz); nothing else is "
+    "attempted. It says the container is unreadable, not what it held.",
+    bad="submission.zip renamed submission.tar.gz",
+    good="`trainmark package closed/acme -o acme.tar.gz`", module=__name__)
+ARCHIVE_002 = rule(
+    "ARCHIVE-002", ERROR, "an archive member has an absolute path or leaves the archive's folder ('..')",
+    fix="archive the folder with relative member names (`trainmark package`)",
+    why="A member named /etc/x or ../x would be written outside the temporary folder (path traversal); such an archive "
+    "is refused before anything is written. It does not judge the member's content.",
+    bad="a member named ../../home/reviewer/.bashrc",
+    good="members named closed/acme/results/...", module=__name__)
+ARCHIVE_003 = rule(
+    "ARCHIVE-003", ERROR, "an archive member is a symbolic or hard link",
+    fix="archive the files themselves, not links",
+    why="A link member could make a later member write through it outside the folder, or make the checker read a file "
+    "that was not submitted; links are refused before extraction. It cannot tell where the link pointed.",
+    bad="closed/acme/results/x -> /etc",
+    good="closed/acme/results/x as a regular file", module=__name__)
+ARCHIVE_004 = rule(
+    "ARCHIVE-004", ERROR, "an archive member is a device, FIFO or other special file",
+    fix="archive only regular files and folders",
+    why="Extracting a device or FIFO can block or touch hardware; only regular files and folders are unpacked. The "
+    "finding is about the member's type only.",
+    bad="a character-device member",
+    good="regular files and folders", module=__name__)
+ARCHIVE_005 = rule(
+    "ARCHIVE-005", ERROR, "an archive member is larger than the checker unpacks",
+    fix="a result file stays far below the cap; remove unrelated data",
+    why="The declared size of a member is what extraction writes; a member above the cap would fill the disk. It "
+    "proves only the size, not that the data is unrelated.",
+    bad="a 20 GiB member",
+    good="members of kilobytes to megabytes", module=__name__)
+ARCHIVE_006 = rule(
+    "ARCHIVE-006", ERROR, "the archive holds more members or more bytes than the checker unpacks",
+    fix="archive only the submission folder",
+    why="Members and bytes in all are capped so a hostile archive cannot exhaust disk or inodes; checked on the "
+    "declared sizes before extraction. It does not say which members were superfluous.",
+    bad="an archive of 2 million empty files",
+    good="an archive of one submission folder", module=__name__)
+ARCHIVE_007 = rule(
+    "ARCHIVE-007", ERROR, "an archive member name occurs twice",
+    fix="archive each file once (`trainmark package`)",
+    why="With a repeated name the later member silently replaces the earlier one, so the reviewer and the checker "
+    "could read different files; refused before extraction. It cannot say which copy was meant.",
+    bad="two members named closed/acme/results/sys/resnet-mini/result_1.txt",
+    good="each member name once", module=__name__)
+ARCHIVE_008 = rule(
+    "ARCHIVE-008", ERROR, "an archive member, or the whole archive, expands more than 100:1 (a decompression bomb)",
+    fix="archive the result folder as `trainmark package` does; padding files of zeros have no place in a submission",
+    why="A compression ratio above 100:1 is a decompression bomb (gigabytes of zeros from kilobytes); validation "
+    "decompresses into memory only and stops there. Honest logs and weights compress far less; the ratio cannot prove "
+    "intent.",
+    bad="a 10 KiB .tar.gz expanding to 10 GiB of zeros",
+    good="`trainmark package` output (ratios around 3:1 to 10:1)", module=__name__)
 
 GiB = 1 << 30
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")

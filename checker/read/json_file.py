@@ -4,10 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainmark.checker.read.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.codes import LAYOUT_003
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import schema
 from trainmark.format.mllog_read import STRICT_JSON, BadNumber, DuplicateKey
+
+LAYOUT_003 = rule(
+    "LAYOUT-003", ERROR, "a required file of a benchmark folder is missing",
+    fix="copy the complete folder the harness wrote (epochs.log, result_<k>.txt, trial_<k>/)",
+    why="Each benchmark folder holds a fixed set of files; without one of them a part of the evidence (the text log, a "
+    "trial's MLLOG, its weights or summary) is missing and that part cannot be checked. It says nothing about the "
+    "files that are there.",
+    bad="resnet-mini/ without trial_2/",
+    good="epochs.log, result_1..5.txt and trial_1..5/ as the harness wrote them", module=__name__)
 
 MAX_DEPTH = 64  # a harness-written JSON file nests a few levels; Python's parser would recurse ~1000 deep
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainmark.checker.read.safefs import (
+    HOSTILE_001,
+    HOSTILE_003,
     Entry,
     Missing,
     SafeTree,
@@ -19,11 +21,41 @@ from trainmark.checker.read.safefs import (
     link_finding_message,
     special_file_message,
 )
-from trainmark.checker.verdict.codes import HOSTILE_001, HOSTILE_003, LAYOUT_001, LAYOUT_002, LAYOUT_004, LAYOUT_005
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.errors import UserError
 from trainmark.format.layout import BENCHMARKS_DIR, DIVISIONS, EPOCHS_LOG, NAME, RESULTS_DIR, SYSTEMS_DIR, system_of
 from trainmark.format.layout import is_result_name as _is_result_name
+
+LAYOUT_001 = rule(
+    "LAYOUT-001", ERROR, "a required folder is missing or empty",
+    fix="create <submitter>/systems/ and <submitter>/results/ as docs/result-format.md describes",
+    why="The folder names carry the division, submitter and system a result belongs to; without systems/ and results/ "
+    "no result can be attributed. It proves only the structure is incomplete, not that any result is wrong.",
+    bad="acme/ with results/ but no systems/",
+    good="acme/systems/ and acme/results/, both non-empty", module=__name__)
+LAYOUT_002 = rule(
+    "LAYOUT-002", ERROR, "a system in results/ has no systems/<system>.json",
+    fix="add the system description the harness wrote, or remove the results of the unknown system",
+    why="A result is scored for a system, and the system description says what that system is (accelerators, peak, "
+    "power); results of an undescribed system cannot be compared. It does not check that the description is true.",
+    bad="results/big-box/ without systems/big-box.json",
+    good="results/big-box/ beside systems/big-box.json", module=__name__)
+LAYOUT_004 = rule(
+    "LAYOUT-004", WARNING, "an entry the format does not define (ignored)",
+    fix="remove it: the checker reads only the files docs/result-format.md defines",
+    why="The checker reads only the files the format defines, so an extra entry is never evidence for anything; the "
+    "warning says it was ignored. It cannot tell a harmless leftover from an attempt to smuggle a claim past the "
+    "reviewer.",
+    bad="results/sys/resnet-mini/notes.txt",
+    good="only epochs.log, result_<k>.txt and trial_<k>/", module=__name__)
+LAYOUT_005 = rule(
+    "LAYOUT-005", ERROR, "a folder name the format does not allow",
+    fix="divisions are 'closed' or 'open'; system and benchmark names use only [A-Za-z0-9._-]",
+    why="Names become paths and table cells; a name outside [A-Za-z0-9._-] (or a division other than closed/open) "
+    "could escape a path or a table. It judges the spelling only, not whether the name is the right one.",
+    bad="a system folder named 'my box;rm -rf'",
+    good="a system folder named my-box_2x.cpu", module=__name__)
 
 
 @dataclass

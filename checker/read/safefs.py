@@ -15,7 +15,44 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainmark.checker.verdict.codes import HOSTILE_001, HOSTILE_002, HOSTILE_003, HOSTILE_006, HOSTILE_007
+from trainmark.checker.verdict.registry import ERROR, rule
+
+HOSTILE_001 = rule(
+    "HOSTILE-001", ERROR, "a symbolic link (never followed)",
+    fix="replace the link by the file itself",
+    why="A link could point outside the checked folder (another submitter's results, /etc/passwd) or be swapped "
+    "between listing and reading; every path is opened with O_NOFOLLOW, so a link is reported, never read. It cannot "
+    "tell whether the link's target was honest: the file must be there itself.",
+    bad="results/sys/resnet-mini/result_1.txt -> ../../other/result_1.txt",
+    good="result_1.txt as a regular file", module=__name__)
+HOSTILE_002 = rule(
+    "HOSTILE-002", ERROR, "a file larger than the checker reads",
+    fix="a harness-written file stays far below the cap; remove padding or unrelated data",
+    why="Every file is read with a cap (64 MiB for logs, 1 MiB for JSON), so a padded or endless file cannot exhaust "
+    "memory or time. It proves only that the file is too large to be one the harness wrote; its content is not read.",
+    bad="a 200 MiB result_1.txt padded with blank lines",
+    good="the result_1.txt the harness wrote (kilobytes)", module=__name__)
+HOSTILE_003 = rule(
+    "HOSTILE-003", ERROR, "an entry that is neither a regular file nor a folder",
+    fix="remove FIFOs, sockets and device files",
+    why="Opening a FIFO, socket or device can block forever or have side effects, so such entries are refused before "
+    "they are opened. The finding says only what the entry is, not what it would have delivered.",
+    bad="a FIFO named epochs.log",
+    good="epochs.log as a regular file", module=__name__)
+HOSTILE_006 = rule(
+    "HOSTILE-006", ERROR, "a folder with more entries than the checker lists",
+    fix="keep only the files the format defines",
+    why="Listing a folder of millions of entries costs unbounded time and memory; the checker lists at most 10,000 per "
+    "folder and refuses the rest. It cannot say which of the entries were meant to be there.",
+    bad="a trial folder with 50,000 generated files",
+    good="trial_1/ with the few files the harness writes", module=__name__)
+HOSTILE_007 = rule(
+    "HOSTILE-007", ERROR, "a file or folder that cannot be read",
+    fix="make it readable (permissions) or remove it",
+    why="A file the checker cannot open (permissions, an I/O error) is evidence nobody can verify; it is an error "
+    "rather than silently skipped. It does not say the content was wrong, only that it was not read.",
+    bad="trial_1/trial.json with mode 000",
+    good="trial_1/trial.json readable by the reviewer", module=__name__)
 
 MiB = 1 << 20
 LOG_CAP = 64 * MiB        # epochs.log, result_<k>.txt

@@ -14,8 +14,25 @@ import json
 import math
 
 from trainmark.checker.read.safefs import SafeTree
-from trainmark.checker.verdict.codes import CONFORM_004, HOSTILE_004
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format.layout import MODEL_FILE
+
+HOSTILE_004 = rule(
+    "HOSTILE-004", ERROR, "a pickle or torch.save archive where safetensors is required (never loaded)",
+    fix="save weights with safetensors.torch.save_file; pickles can run code and are never accepted",
+    why="A pickle (torch.save) can run arbitrary code when loaded, so the checker never loads one; weights must be "
+    "safetensors, whose header is plain JSON. It recognises the pickle by its bytes and proves nothing about the "
+    "weights inside.",
+    bad="trial_1/model.safetensors that is a torch.save zip",
+    good="trial_1/model.safetensors written by safetensors.torch.save_file", module=__name__)
+CONFORM_004 = rule(
+    "CONFORM-004", ERROR, "model.safetensors is not a valid safetensors file",
+    fix="save the state_dict with safetensors.torch.save_file",
+    why="The weights are the evidence a trial trained this model; a header that is not valid safetensors (bad length, "
+    "malformed JSON, offsets outside the file) cannot be matched to structure.json or re-evaluated. Only the header "
+    "and tensor spans are read; a valid header does not prove the values were trained.",
+    bad="model.safetensors truncated after 100 bytes",
+    good="the model.safetensors the harness wrote after the last evaluation", module=__name__)
 
 # The largest reference header is inception-v3's, 67,096 bytes (580 tensors; measured by building every
 # registered reference on the meta device and writing its safetensors header): 1 MiB leaves 15x.

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from trainmark import __version__
 from trainmark.checker.read.archive import is_archive_name
-from trainmark.checker.verdict.codes import ERROR, RULES, WARNING
 from trainmark.checker.verdict.findings import printable
+from trainmark.checker.verdict.registry import ERROR, WARNING, load_all
 from trainmark.checker.verdict.result import Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -57,8 +57,9 @@ def to_sarif(report: Report) -> str:
     findings = list(report.findings)
     used = sorted({f.rule for f in findings})
     index = {rule_id: i for i, rule_id in enumerate(used)}
-    rules = [{"id": r, "shortDescription": {"text": RULES[r].title}, "help": {"text": RULES[r].fix},
-              "defaultConfiguration": {"level": _SARIF_LEVEL.get(RULES[r].severity, "note")}} for r in used]
+    catalogue = load_all()  # every code a finding can carry, whichever module declares it
+    rules = [{"id": r, "shortDescription": {"text": catalogue[r].title}, "help": {"text": catalogue[r].fix},
+              "defaultConfiguration": {"level": _SARIF_LEVEL.get(catalogue[r].severity, "note")}} for r in used]
     results, artifacts, base = [], [], _file_uri(report.path)
     archive = is_archive_name(Path(report.path)) and not Path(report.path).is_dir()  # a folder may end in .tar
     if archive:  # the archive is artifact 0, in its folder; each file an artifact nested in it

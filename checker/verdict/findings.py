@@ -8,8 +8,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-from trainmark.checker.verdict.codes import ERROR, LIMIT_001, RULES
+from trainmark.checker.verdict.registry import ERROR, INFO, REGISTRY, Rule, load_all, rule
 from trainmark.format.text import clip, printable
+
+LIMIT_001 = rule(
+    "LIMIT-001", INFO, "more findings of one rule in one file than the checker lists",
+    fix="fix the listed ones first: the others are usually the same problem repeated",
+    why="A file with thousands of violations would bury the report; after 20 findings of one rule in one file (100 "
+    "in a folder) the rest are counted in one LIMIT-001 finding. It hides nothing from the verdict: the counted "
+    "findings keep their severity.",
+    bad="an epochs.log with 5,000 malformed lines",
+    good="an epochs.log with none", module=__name__)
 
 MAX_PER_RULE_AND_FILE = 20     # a file with thousands of violations shows this many, then one LIMIT-001 count
 MAX_PER_RULE_AND_FOLDER = 100  # the same across the files of one folder (999,999 missing result_<k>.txt)
@@ -28,6 +37,13 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _rule(code: str) -> Rule:
+    """The registered rule of ``code``: declared by the module that emits it, so normally already imported; a
+    code named by a tag (the compliance configs' ``# TARGET-001``) may need the whole registry loaded."""
+    found = REGISTRY.get(code)
+    return found if found is not None else load_all()[code]
 
 
 class Findings:
@@ -49,7 +65,7 @@ class Findings:
 
     def add(self, rule_id: str, file: str, message: str, *, line: int | None = None,
             expected: Any = "", seen: Any = "", fix: str | None = None) -> None:
-        spec = RULES[rule_id]
+        spec = _rule(rule_id)
         key = (rule_id, file, line, message)
         if key in self._seen:
             return
@@ -76,11 +92,11 @@ class Findings:
         slot[1] += 1
         place = "this file" if scope == "file" else "the files of this folder"
         self._items[slot[0]] = Finding(
-            rule=LIMIT_001, severity=RULES[LIMIT_001].severity, file=printable(where), line=None,
+            rule=LIMIT_001, severity=REGISTRY[LIMIT_001].severity, file=printable(where), line=None,
             message=f"and {slot[1]} more {rule_id} finding(s) ({severity}) in {place}, not listed: "
                     f"the first {cap} are shown",
             expected=f"at most {cap} {rule_id} findings listed per {scope}", seen=f"{cap + slot[1]}",
-            fix=RULES[LIMIT_001].fix)
+            fix=REGISTRY[LIMIT_001].fix)
 
     def hidden(self) -> int:
         """How many findings the per-rule cap left out (they count toward nothing but LIMIT-001)."""

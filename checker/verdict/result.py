@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trainmark import __version__
-from trainmark.checker.verdict.codes import ERROR, INFO, WARNING
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, INFO, WARNING
 
 REPORT_SCHEMA_ID = "trainmark-check/1"
 
