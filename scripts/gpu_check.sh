@@ -21,14 +21,14 @@ python3 -c "import torch, torchvision; print(torch.__version__, torchvision.__ve
 [ -d wheels ] && pip install -q --no-index --find-links wheels mlperf-logging nvidia-ml-py safetensors jsonschema \
   rich sacrebleu sentencepiece soundfile >>"$OUT/steps.log" 2>&1
 pip install -q --no-deps --no-build-isolation -e . >>"$OUT/steps.log" 2>&1
-step timeout 150 python3 -m trainmark ops --device cuda --json "$OUT/ops.json"
-step timeout 150 python3 -m trainmark sweep resnet-mini --device cuda --batch-sizes 256,1024,4096 \
+step timeout 150 python3 -P -m trainmark ops --device cuda --json "$OUT/ops.json"
+step timeout 150 python3 -P -m trainmark sweep resnet-mini --device cuda --batch-sizes 256,1024,4096 \
   --oom-search --max-batch 65536 --ceilings "$OUT/ops.json" --out "$OUT/sweep"
 step timeout 120 python3 benchmarks/reference_step.py --device cuda --amp --channels-last --batch 64 \
   --inception-batch 32 --steps 10 --repeats 4
-step timeout 120 python3 -m trainmark run resnet-mini --device cuda --precision amp --trials 1 --seed 3000 \
+step timeout 120 python3 -P -m trainmark run resnet-mini --device cuda --precision amp --trials 1 --seed 3000 \
   --ceilings "$OUT/ops.json" --out "$OUT/submission" --submitter trainmark --quiet
-step timeout 60 python3 -m trainmark check "$OUT/submission" --json
+step timeout 60 python3 -P -m trainmark check "$OUT/submission" --json
 # Issue 15, energy by domain and telemetry (about 1.5 minutes): the meters and the sampler on fakes, then on
 # this machine's own GPUs/RAPL/BMC under a known load, the sampler's cost at 10 Hz, and the trial of step 4's
 # energy_domains and telemetry (its `trainmark check` above already ran the ENERGY-/TELEMETRY- rules).

@@ -30,6 +30,10 @@ from trainmark.harness.scale import time_to_train as ttt
 
 FORMAT = artifacts.SCALE_FORMAT
 WORKER = ["-m", "trainmark.harness.scale.worker"]
+# -P and PYTHONSAFEPATH (Python 3.11+): the current folder is never on the import path of the launcher or of the
+# ranks it starts (a torch.py or trainmark/ in the folder the user runs from never runs)
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
+SAFE_ENV = {"PYTHONSAFEPATH": "1"}
 # Message sizes for the link fit: 64 KiB .. 4 MiB, large enough that bandwidth shows, small enough for CI.
 ALLREDUCE_SIZES = [1 << 16, 1 << 18, 1 << 20, 1 << 22]
 POINT_FIELDS = artifacts.SCALE_POINT_FIELDS
@@ -94,7 +98,7 @@ def check_world_sizes(global_batch: int, nprocs: list[int], nnodes: int) -> None
 
 
 def torchrun_command(s: ScaleSettings, nproc: int, result: Path, entry: list[str]) -> list[str]:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc)]
+    cmd = [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc)]
     if s.nnodes == 1:
         cmd += ["--standalone", "--nnodes", "1"]
     else:
@@ -135,7 +139,7 @@ def measure_world(s: ScaleSettings, nproc: int, entry: list[str], workdir: Path)
     point.update(world_size=world, nnodes=s.nnodes, nproc_per_node=nproc)
     try:
         proc = subprocess.run(torchrun_command(s, nproc, result, entry), capture_output=True, text=True,
-                              timeout=s.timeout_s, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                              timeout=s.timeout_s, env={**os.environ, "PYTHONUNBUFFERED": "1", **SAFE_ENV})
     except subprocess.TimeoutExpired:
         point.update(status="failed", error=f"world size {world}: no result within {s.timeout_s:g} s")
         return point
@@ -500,10 +504,11 @@ def measure_allreduce(nproc: int, device: str = "cpu", sizes: list[int] | None =
     sizes = sizes or ALLREDUCE_SIZES
     with tempfile.TemporaryDirectory(prefix="trainmark-allreduce-") as tmp:
         out = Path(tmp) / artifacts.ALLREDUCE_FILE
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--standalone",
-               "--nnodes", "1", *(entry or WORKER), "--only-allreduce", "--result", str(out), "--device", device,
-               "--steps", str(steps), "--repeats", str(repeats), "--allreduce-sizes", ",".join(map(str, sizes))]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        cmd = [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+               "--standalone", "--nnodes", "1", *(entry or WORKER), "--only-allreduce", "--result", str(out),
+               "--device", device, "--steps", str(steps), "--repeats", str(repeats),
+               "--allreduce-sizes", ",".join(map(str, sizes))]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env={**os.environ, **SAFE_ENV})
         if proc.returncode != 0 or not out.exists():
             who = failed_rank(proc.stderr)
             raise UserError(f"all-reduce measurement on {nproc} ranks failed (torchrun exit {proc.returncode}"
