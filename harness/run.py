@@ -13,7 +13,7 @@ import secrets
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
@@ -33,7 +33,7 @@ from trainmark.harness.measure.other_load import OtherLoad
 from trainmark.harness.measure.telemetry import open_for_trial as open_telemetry
 from trainmark.harness.measure.windows import Monitor
 from trainmark.harness.open_recipe import OpenRecipe
-from trainmark.harness.progress import TrialProgress
+from trainmark.harness.progress import TrialProgress, banner, say, trial_line
 from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
 from trainmark.reference import registry
@@ -77,6 +77,12 @@ class RunSummary:
     results: list[TrialResult]
     allowed_not_converged: int
     first_trial: int = 1   # results[0] is this trial (after --resume, not 1)
+    earlier: list[TrialResult] = field(default_factory=list)  # trials 1..first_trial-1, finished before --resume
+
+    @property
+    def all_results(self) -> list[TrialResult]:
+        """Every finished trial of the folder, trial 1 first (after --resume too)."""
+        return [*self.earlier, *self.results]
 
     @property
     def crashed(self) -> dict[int, TrialResult]:
@@ -84,9 +90,35 @@ class RunSummary:
         return {k: r for k, r in enumerate(self.results, self.first_trial) if r.status in UNFINISHED}
 
     @property
+    def missed(self) -> int:
+        return sum(r.status in MISSED for r in self.all_results)
+
+    @property
     def ok(self) -> bool:
-        missed = sum(r.status in MISSED for r in self.results)
-        return not self.crashed and missed <= self.allowed_not_converged
+        return not self.crashed and self.missed <= self.allowed_not_converged
+
+    def verdict(self) -> str:
+        """One line: why the run exits 1, or that its trials count."""
+        done = self.all_results
+        converged = sum(r.status == TrialStatus.CONVERGED.value for r in done)
+        if self.crashed:
+            return "failed: " + "; ".join(f"trial {k} {r.status}" for k, r in self.crashed.items())
+        if self.missed > self.allowed_not_converged:
+            return (f"failed: {self.missed} of {len(done)} trials missed the target, the rules allow "
+                    f"{self.allowed_not_converged}")
+        allowed = f" ({self.missed} missed the target, the rules allow {self.allowed_not_converged})" \
+            if self.missed else ""
+        return f"ok: {converged} of {len(done)} trials converged{allowed}"
+
+
+def finished_results(bench_dir: Path, trials: list[int]) -> list[TrialResult]:
+    """The results of finished trials as their trial.json holds them (the table after --resume)."""
+    names = {f.name for f in fields(TrialResult)} - {"history"}
+    found = []
+    for k in trials:
+        saved = read_trial_json(bench_dir, k) or {}
+        found.append(TrialResult(**{key: value for key, value in saved.items() if key in names}))
+    return found
 
 
 check_device = runtime.check_device  # --device: cpu, cuda or cuda:INDEX, as a device (a UserError otherwise)
@@ -454,13 +486,8 @@ def resume(prep: Prepared) -> tuple[int, int]:
             start_at = len(done) + 1
             for k in leftover_trials(bench_dir, start_at):
                 archive_attempt(bench_dir, k)
-            if done and base_seed is None:
-                first = read_trial_json(bench_dir, 1)
-                seed = first.get("seed") if first else None
-                if type(seed) is not int:
-                    raise UserError(f"{bench_dir / layout.trial_dir(1) / layout.TRIAL_JSON}: seed {seed!r} is not an "
-                                    "integer; pass --seed to resume with the original base seed")
-                base_seed = seed  # trial 1 used the base
+            if done:
+                base_seed = resumed_seed(bench_dir, base_seed)
         write_json_atomic(root / layout.SYSTEMS_DIR / layout.system_file(prep.sysdesc["system_name"]), prep.sysdesc)
         implementation.write_record(root, rules, prep.sysdesc["system_name"], opts.division, opts.model,
                                     {k: v if v is None or isinstance(v, (bool, int, float, dict)) else str(v)
@@ -470,6 +497,22 @@ def resume(prep: Prepared) -> tuple[int, int]:
     base_seed = prep.dist.broadcast_int(base_seed)
     start_at = prep.dist.broadcast_int(start_at)
     return start_at, base_seed
+
+
+def resumed_seed(bench_dir: Path, given: int | None) -> int:
+    """The base seed of the finished trials (trial 1's seed). ``--seed`` on a resume must be that one: trial k
+    runs seed + k - 1, and another base would make the seeds of one result two unrelated series."""
+    path = bench_dir / layout.trial_dir(1) / layout.TRIAL_JSON
+    seed = (read_trial_json(bench_dir, 1) or {}).get("seed")
+    if type(seed) is not int:
+        if given is None:
+            raise UserError(f"{path}: seed {seed!r} is not an integer; pass --seed to resume with the original "
+                            "base seed")
+        return given
+    if given is not None and given != seed:
+        raise UserError(f"--resume --seed {given}: the finished trials ran from base seed {seed} ({path}); "
+                        f"resume without --seed, or with --seed {seed}")
+    return seed
 
 
 def warn_few_trials(trials: int, rules) -> None:
@@ -485,6 +528,8 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
     prep = prepare(opts)
     start_at, base_seed = resume(prep)
     rules, device, dist, bench_dir = prep.rules, prep.device, prep.dist, prep.bench_dir
+    if dist.is_main and not opts.quiet:
+        announce(prep, start_at, base_seed)
     data = prep.backend.load_data(prep.ref, rules, prep.data_dir)
     if prep.ref.train_samples(data) < prep.hp["global_batch_size"]:  # else every epoch ran 0 steps and the run exited 0
         raise UserError(f"global batch size {prep.hp['global_batch_size']} is larger than the "
@@ -509,6 +554,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                    "peak": {"dtype": peak_dtype, "tflops": peak_tflops, "kind": device_peak.kind,
                             "source": device_peak.source} if device_peak else None}
     results: list[TrialResult] = []
+    walls: list[float] = []  # each trial's wall time in this process, for the run's ETA
     meter.start()
     try:
         for k in range(start_at, prep.trials + 1):
@@ -520,16 +566,59 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
                 target_reached=(lambda _v: False) if opts.full_curves else rules.reached,
                 metric_name=rules.metric["name"], peak_tflops=peak_tflops, ceiling_tflops=ceiling,
                 interrupted_attempts=interrupted_attempts(bench_dir, k) if dist.is_main else [], recipe=opts.recipe)
+            began = time.monotonic()
             result = run_one_trial(prep, cfg, data, meter, progress, {**meta_common, "trial": k, "seed": cfg.seed})
             results.append(result)
+            walls.append(time.monotonic() - began)
+            if dist.is_main and not opts.quiet:
+                eta = sum(walls) / len(walls) * (prep.trials - k) if k < prep.trials else None
+                progress.close()  # a live bar ends before the line, which stays in the scrollback
+                say(trial_line(k, prep.trials, result, rules.metric["name"], eta))
             if dist.world > 1 and result.status == TrialStatus.CRASHED.value:
                 break  # the process group is broken (a rank died, or collectives fell out of step): the run ends
         else:
             distributed.shutdown()  # every rank finished every trial: leave the group together
+    except KeyboardInterrupt as stop:
+        raise RunInterrupted(bench_dir, start_at + len(results), prep.trials, base_seed) from stop  # 1st unfinished
     finally:
         progress.close()
         meter.stop()
-    return RunSummary(bench_dir, results, rules.scoring["max_not_converged"], start_at)
+    earlier = finished_results(bench_dir, list(range(1, start_at))) if dist.is_main else []
+    return RunSummary(bench_dir, results, rules.scoring["max_not_converged"], start_at, earlier)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during trial ``trial``: the finished trials are kept, the interrupted one is saved as
+    aborted; ``--resume`` with ``base_seed`` carries on where it stopped."""
+
+    def __init__(self, bench_dir: Path, trial: int, trials: int, base_seed: int):
+        super().__init__(f"interrupted during trial {trial}")
+        self.bench_dir, self.trial, self.trials, self.base_seed = bench_dir, trial, trials, base_seed
+
+
+def device_label(device) -> str:
+    """'cpu (2 threads)', or the accelerator's name ('cuda:0')."""
+    return f"cpu ({runtime.num_threads()} threads)" if device.type == "cpu" else str(device)
+
+
+def announce(prep: Prepared, start_at: int, base_seed: int) -> None:
+    """The run's banner on stderr (harness/progress.py), before the data is loaded."""
+    rules, opts = prep.rules, prep.opts
+    try:
+        parameters = registry.reference_structure(rules, build=lambda _rules: prep.build_model())["parameter_count"]
+    except Exception:  # noqa: BLE001 - a --model builder's own error: its trial records it
+        parameters = None
+    sign = ">=" if rules.metric["direction"] == "higher" else "<="
+    model, note = (opts.model, "your --model") if opts.model else (rules.reference_model["id"], "the reference")
+    for line in banner(benchmark=rules.name, rules_version=rules.version, division=opts.division,
+                       target=f"{rules.metric['name']} {sign} {rules.target:g}",
+                       every_epochs=rules.evaluation["every_epochs"],
+                       max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs), model=model,
+                       model_note=note, parameters=parameters, framework=opts.framework,
+                       device=device_label(prep.device), precision=opts.precision,
+                       batch_size=prep.hp["global_batch_size"], trials=prep.trials,
+                       first_trial=start_at, base_seed=base_seed, out=prep.bench_dir):
+        say(line)
 
 
 def run_one_trial(prep: Prepared, cfg: TrialConfig, data, meter, progress: TrialProgress,

@@ -246,7 +246,7 @@ def test_run_summary_table_never_cuts_status_or_metric():
     from trainmark.cli.run import summary_table
     result = SimpleNamespace(status="converged", epochs=3, final_metric=0.91234, train_time_s=1.0, total_time_s=2.0,
                              train_energy_j=None, train_samples_per_s=10.0, achieved_tflops=0.1, utilization=0.5)
-    summary = SimpleNamespace(bench_dir="x", results=[result], first_trial=1)
+    summary = SimpleNamespace(bench_dir="x", results=[result], all_results=[result], first_trial=1)
     out = io.StringIO()
     Console(file=out, width=50).print(summary_table(summary))
     assert "…" not in out.getvalue()  # rich's default overflow cut these to 'conv…' and '0.91…'

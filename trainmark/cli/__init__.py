@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     remove_empty_inductor_cache_at_exit()  # torch creates it at import; trainmark never compiles
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed: run's --resume hint repeats it
     try:
         return int(args.func(args) or 0)
     except UserError as exc:  # one line, whatever names the message quotes
