@@ -1,5 +1,6 @@
 """Distinct trials, robustly (issue 38): weights compared tensor by tensor, by name and value, never by bytes or
-file order; reading bounded by the header's sizes; weights swapped between trials caught by re-evaluation.
+file order; reading bounded by the header's sizes; weights swapped between trials caught by re-evaluation; the
+trial re-evaluated by default drawn at random; a hard-linked file refused and never quoted.
 
 Each forgery is made on a copy of the committed resnet-mini example (tests/forge.py); the untouched copy keeps
 its trials apart.
@@ -7,6 +8,7 @@ its trials apart.
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from safetensors.numpy import load_file
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import distinct, reeval
 from trainmark.checker.read.safefs import SafeTree
+from trainmark.cli import main
 from trainmark.reference import fashion_mnist
 
 needs_fashion_mnist = pytest.mark.skipif(not fashion_mnist.resolve_dir(None).is_dir(),
@@ -179,3 +182,21 @@ def test_weights_swapped_between_two_trials_are_caught_by_re_evaluation(tmp_path
     assert not [f for f in report.findings if f.rule == "WORK-004"]  # each other's weights: distinct
     (finding,) = [f for f in report.findings if f.rule == "REEVAL-001"]
     assert "trial_1" in finding.file and finding.seen == "0.9249" and report.exit_code == 1
+
+
+@pytest.mark.parametrize("name", ["epochs.log", "result_1.txt", "trial_2/trial.json"])
+def test_a_hard_linked_file_is_refused_and_never_quoted(tmp_path, capsys, name):
+    root = example(tmp_path)
+    secret = tmp_path / "secret"
+    secret.write_text("root:SECRET-HASH:19000:0:99999:7:::\n" * 3)
+    target = bench_dir(root) / name
+    target.unlink()
+    os.link(secret, target)
+    capsys.readouterr()
+    rc = main(["check", str(root), "--json"])
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert rc == 1 and "HOSTILE-008" in error_codes(report)
+    assert "SECRET-HASH" not in out.out + out.err
+    (finding,) = [f for f in report["findings"] if f["rule"] == "HOSTILE-008" and f["file"].endswith(name)]
+    assert "2 hard links" in finding["message"]

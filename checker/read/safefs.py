@@ -54,6 +54,15 @@ HOSTILE_007 = rule(
     bad="trial_1/trial.json with mode 000",
     good="trial_1/trial.json readable by the reviewer", module=__name__)
 
+HOSTILE_008 = rule(
+    "HOSTILE-008", ERROR, "a file with more than one hard link (never read)",
+    fix="copy the file itself into the folder (cp, not ln)",
+    why="A hard link is the same file under two names and O_NOFOLLOW cannot see it: epochs.log linked to /etc/shadow "
+    "would be read, and quoted in findings, as a log. A file with more than one link (st_nlink) is refused before it "
+    "is read, so its content never appears. It cannot tell an honest copy made with ln from a hostile one.",
+    bad="trial_1/epochs.log hard-linked to /etc/passwd",
+    good="epochs.log as a file of its own (one link)", module=__name__)
+
 MiB = 1 << 20
 LOG_CAP = 64 * MiB        # epochs.log, result_<k>.txt
 JSON_CAP = 1 * MiB        # systems/*.json, structure.json
@@ -157,6 +166,7 @@ class SafeTree:
             if not stat.S_ISREG(st.st_mode):
                 raise UnsafeEntry(HOSTILE_003, special_file_message(rel, _kind_name(st.st_mode)),
                                   _kind_name(st.st_mode))
+            _refuse_hard_links(st, rel)
             try:
                 fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
             except OSError as exc:
@@ -168,6 +178,9 @@ class SafeTree:
             os.close(fd)
             raise UnsafeEntry(HOSTILE_003, special_file_message(rel, _kind_name(st.st_mode)),
                               _kind_name(st.st_mode))
+        if st.st_nlink > 1:  # linked after the lstat above
+            os.close(fd)
+            _refuse_hard_links(st, rel)
         return fd, st.st_size
 
     # -- reading ---------------------------------------------------------------------
@@ -239,6 +252,13 @@ class SafeTree:
         if stat.S_ISREG(st.st_mode):
             return Entry(item.name, "file", st.st_size)
         return Entry(item.name, "other", 0, _kind_name(st.st_mode))
+
+
+def _refuse_hard_links(st: os.stat_result, rel: str) -> None:
+    """HOSTILE-008 for a file with more than one hard link: it may be any file of the machine (never read)."""
+    if st.st_nlink > 1:
+        raise UnsafeEntry(HOSTILE_008, f"{rel} has {st.st_nlink} hard links: it may be another file of this machine; "
+                          "never read", f"{st.st_nlink} hard links")
 
 
 def link_finding_message(rel: str, target: str) -> str:
