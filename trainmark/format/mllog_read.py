@@ -30,8 +30,8 @@ from trainmark.format import mllog
 from trainmark.format.text import clip
 
 TOKEN = mllog.PREFIX
-# Longest records seen (shared MLPerf Training v4.0 fixture and our submissions, measured with
-# benchmarks/checker_speed.py's fixture): trainmark_trial_result 924 characters, every other key <= 294.
+# Longest records seen (shared MLPerf Training v4.0 fixture and our submissions): trainmark_trial_result
+# 924 characters, every other key <= 294.
 DEFAULT_KEY_LIMIT = 2048
 KEY_LIMITS = {mllog.TRIAL_RESULT: 8192, mllog.TELEMETRY: 4096}  # telemetry: about 2.5 KB on an 8-GPU node
 MAX_LINE = max(DEFAULT_KEY_LIMIT, *KEY_LIMITS.values())  # checked before any JSON is parsed
