@@ -32,6 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from trainmark.checker.checks.code_imports import missing_imports
 from trainmark.checker.read.levels import safe_entries
 from trainmark.checker.read.safefs import (
     HOSTILE_006,
@@ -143,6 +144,26 @@ CODE_013 = rule(
     "writing format 1 into trial.json cannot decline it. It proves the record is absent.",
     bad="format_version 1 in trial.json, rules 1.1, no record",
     good="the record beside the results", module=__name__)
+CODE_014 = rule(
+    "CODE-014", ERROR, "closed division: the implementation record holds a file that is neither released code, the "
+    "environment, the command nor the manifest",
+    fix="submit the record trainmark run wrote, unchanged: a closed run has nothing else to record",
+    why="A closed run records the released reference (code/), the environment, the command and the manifest; any "
+    "other file (a patch, a kernel, a model/) is code the results may rely on that the closed division does not "
+    "allow, even when the manifest lists it. It cannot tell whether the extra file was used.",
+    bad="patches/fast_kernels.py beside code/, listed in MANIFEST.sha256",
+    good="MANIFEST.sha256, implementation.json, environment.json, command.json and code/ only", module=__name__)
+CODE_015 = rule(
+    "CODE-015", ERROR, "open division: the record does not name the model its trials ran, or a recorded model file "
+    "imports a module of the user's tree the record lacks",
+    fix="submit the record trainmark run --model wrote, with every module it recorded under model/",
+    why="An open result is reproducible only from the model's source and every module of the user's tree it imports; "
+    "the checker reads the import statements of model/ (never runs them) and the trials' model names. It cannot see "
+    "a module loaded another way (importlib with a computed name).",
+    bad="model/mynet.py imports helper, model/helper.py deleted; or model/ deleted and implementation.json model null",
+    good="model/mynet.py and model/helper.py, implementation.json naming mynet:build", module=__name__)
+
+RECORD_FILES = {layout.MANIFEST, layout.IMPLEMENTATION_JSON, layout.ENVIRONMENT_JSON, layout.COMMAND_JSON}
 
 IMPLEMENTATION_FORMAT = layout.IMPLEMENTATION_FORMAT
 MANIFEST = layout.MANIFEST
@@ -354,7 +375,7 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
     _load_json(files, layout.ENVIRONMENT_JSON, rel, {"python": (str,), "distributions": (dict,)}, findings)
     _load_json(files, layout.COMMAND_JSON, rel, {"argv": (list,)}, findings)
     if info is not None:
-        _check_implementation(result, rel, info, files, digests, released, logged, findings)
+        _check_implementation(result, rel, info, files, digests, released, logged, findings, tree)
 
 
 def _record_present(result, rel: str, tree: SafeTree, released: _Released, logged: _Logged, findings: Findings,
@@ -410,7 +431,7 @@ def _check_manifest(files: dict[str, bytes], digests: dict[str, str], rel: str, 
 
 
 def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes], digests: dict[str, str],
-                          released: _Released, logged: _Logged, findings: Findings) -> None:
+                          released: _Released, logged: _Logged, findings: Findings, tree: SafeTree) -> None:
     """The implementation record against the results and, closed, the released reference (CODE-006..010)."""
     info_rel = posixpath.join(rel, layout.IMPLEMENTATION_JSON)
     if info["format"] != IMPLEMENTATION_FORMAT:
@@ -425,11 +446,61 @@ def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes],
     framework = _check_framework(result, info_rel, info.get("framework", "pytorch"), released, logged, findings)
     if division == "closed":
         _check_released(result, rel, digests, released, findings, framework)
+        for path in sorted(p for p in files if p not in RECORD_FILES and not p.startswith(f"{layout.CODE_DIR}/")):
+            findings.add(CODE_014, posixpath.join(rel, path), f"{path} is neither released code, the environment, the "
+                         "command nor the manifest: a closed record holds nothing else",
+                         expected=f"{layout.CODE_DIR}/ and the record's own files", seen=path)
     model = info.get("model")
     if division == "open" and isinstance(model, str) and model:
         if not any(path.startswith(f"{layout.MODEL_DIR}/") and path.endswith(".py") for path in files):
             findings.add(CODE_009, posixpath.join(rel, layout.MODEL_DIR), f"open division with --model {model}: "
                          f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
+    if division == "open":
+        _check_open_model(result, rel, model, files, tree, findings)
+
+
+def _check_open_model(result, rel: str, model: object, files: dict[str, bytes], tree: SafeTree,
+                      findings: Findings) -> None:
+    """CODE-015: the model the trials name (trial.json's ``model`` MODULE:CALLABLE) is the record's, and every
+    module the recorded model files import is there (checks/code_imports.py)."""
+    info_rel = posixpath.join(rel, layout.IMPLEMENTATION_JSON)
+    ran = sorted(_trial_models(tree, result.path) - {model})
+    if ran:
+        findings.add(CODE_015, info_rel, f"the trials ran model {ran[0]!r}, {info_rel} names {model!r}: the record "
+                     "does not name the model that ran", expected=ran[0], seen=repr(model))
+    environment = _json_object(files.get(layout.ENVIRONMENT_JSON))
+    for path, line, name in missing_imports(files, environment.get("distributions"))[:20]:
+        findings.add(CODE_015, posixpath.join(rel, path), f"{path}:{line} imports {name}, which is neither in "
+                     f"{layout.MODEL_DIR}/, the standard library nor an installed distribution: a module of the "
+                     "user's tree the record lacks", line=line, expected=f"{layout.MODEL_DIR}/{name}.py",
+                     seen="missing")
+
+
+def _trial_models(tree: SafeTree, bench_rel: str) -> set[str]:
+    """The ``--model`` specs (MODULE:CALLABLE) the trials' trial.json name; the reference's id has no colon."""
+    models = set()
+    try:
+        entries = tree.list_dir(bench_rel)
+    except (Missing, UnsafeEntry):
+        return models
+    for e in entries:
+        if e.kind == "dir" and layout.TRIAL_DIR.fullmatch(e.name):
+            try:
+                data = json.loads(tree.read_bytes(posixpath.join(bench_rel, e.name, layout.TRIAL_JSON), JSON_CAP))
+            except (Missing, UnsafeEntry, ValueError, RecursionError):
+                continue
+            value = data.get("model") if isinstance(data, dict) else None
+            if isinstance(value, str) and ":" in value:
+                models.add(value)
+    return models
+
+
+def _json_object(data: bytes | None) -> dict:
+    try:
+        value = json.loads(data) if data is not None else {}
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _check_framework(result, info_rel: str, framework: object, released: _Released, logged: _Logged,

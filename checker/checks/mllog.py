@@ -12,13 +12,13 @@ from typing import Any
 
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.checker.mlperf.engine import EngineResult
-from trainmark.checker.read.safefs import Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.codes import SECURITY_001
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
-from trainmark.format.mllog_read import Event
+from trainmark.format.mllog_read import Event, read_records
 
 MLLOG_002 = rule(
     "MLLOG-002", ERROR, "a key occurs too few or too many times",
@@ -245,6 +245,15 @@ def check_interrupted_attempts(records: dict[int, TrialRecord], tree: SafeTree, 
             _check_attempt(attempt, k, tree, bench_rel, line, findings)
 
 
+def _attempt_logged(tree: SafeTree, rel: str) -> bool:
+    """Whether an interrupted attempt's result file is there and holds at least one MLLOG record: every attempt
+    logs its start before anything else, so the runs a resume archived always do."""
+    try:
+        return bool(read_records(tree.read_bytes(rel, LOG_CAP), strict=False))
+    except (Missing, UnsafeEntry):
+        return False
+
+
 def _check_attempt(attempt: dict, k: int, tree: SafeTree, bench_rel: str, line: int | None,
                    findings: Findings) -> None:
     name = attempt.get("folder")
@@ -256,7 +265,11 @@ def _check_attempt(attempt: dict, k: int, tree: SafeTree, bench_rel: str, line: 
         present = valid and any(e.kind in ("file", "dir") for e in tree.list_dir(where))
     except (Missing, UnsafeEntry):
         present = False
-    if not present:
+    if present and not _attempt_logged(tree, posixpath.join(where, layout.result_file(k))):
+        findings.add(TRIAL_004, where, f"trial {k}'s interrupted attempt {name!r} (seed {attempt.get('seed')!r}) "
+                     f"holds no {layout.result_file(k)} with its MLLOG records: the attempt was emptied", line=line,
+                     expected=f"{layout.result_file(k)} as the interrupted run left it", seen="no records")
+    elif not present:
         findings.add(TRIAL_004, where, f"trial {k}'s MLLOG names the interrupted attempt {name!r} (seed "
                      f"{attempt.get('seed')!r}, {attempt.get('status')!r}), which is not in "
                      f"{layout.INTERRUPTED_DIR}/: a started trial was removed", line=line,
