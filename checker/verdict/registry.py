@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import textwrap
 from dataclasses import asdict, dataclass
 
 ERROR = "error"
@@ -40,6 +41,18 @@ class Rule:
         d = asdict(self)
         d.pop("module")
         return d
+
+    def explained(self, width: int = 100) -> str:
+        """``trainmark check --explain CODE``: each field on its own labelled, wrapped lines."""
+        fields = [("code", self.code), ("severity", self.severity), ("title", self.title), ("why", self.why),
+                  ("fix", self.fix), ("example", self.example)]
+        lines = []
+        for label, text in fields:
+            for i, part in enumerate(text.splitlines() or [""]):
+                lines += textwrap.wrap(part, width, initial_indent=f"{label + ':' if i == 0 else '':<10}",
+                                       subsequent_indent=" " * 12 if label == "example" else " " * 10,
+                                       break_long_words=False, break_on_hyphens=False) or [f"{label}:"]
+        return "\n".join(lines)
 
 
 REGISTRY: dict[str, Rule] = {}

@@ -27,9 +27,9 @@ Exit status: 0 every rule holds, 1 a rule is violated, 2 the input cannot be rea
 is wrong."""
 
 EXAMPLES = """\
-  trainmark check submission/
   trainmark check acme.tar.gz --output-format junit --output-file check.xml   # text on the terminal too
   trainmark check training_results_v4.0/ --json report.json -q                # verdict line only
+  trainmark check --explain WORK-003                # why a rule exists, what it cannot prove, how to fix it
 """
 
 
@@ -73,6 +73,10 @@ def register(subparsers) -> None:
                             "default: the rules' environment variable, else their default folder, as for "
                             "'trainmark run'")
     again.add_argument("--device", default="cpu", help="the re-evaluation's device: cpu, cuda or cuda:INDEX")
+    parser.add_argument("--explain", metavar="CODE",
+                        help="print a finding code's severity, title, why (what it proves and what it cannot), fix "
+                             "and a bad/good example instead of checking ('all': every code; with --json: "
+                             "[{code, severity, title, why, fix, example}]); an unknown code is exit 2")
     parser.set_defaults(func=run)
 
 
@@ -147,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
     from trainmark.checker.progress import progress_for
     from trainmark.checker.verdict.render import print_report
 
+    if args.explain is not None:
+        return explain(args)
     if args.path is None:  # 'check --json FOLDER': the folder was taken as --json's FILE
         if args.json is not None and Path(args.json).is_dir():
             args.path, args.json = Path(args.json), "-"
@@ -179,6 +185,35 @@ def run(args: argparse.Namespace) -> int:
     else:  # what was asked for on standard output, -q or not
         write_output("-", _formatted(report, fmt), "--output-format")
     return report.exit_code
+
+
+def explain(args: argparse.Namespace) -> int:
+    """--explain CODE|all: the registry's rules as text, or as JSON with --json / --output-format json."""
+    import json
+
+    from trainmark.checker.verdict import registry
+
+    extra = [flag for flag, given in (("PATH", args.path is not None), ("--csv", args.csv is not None),
+                                      ("--output-file", args.output_file is not None),
+                                      ("--output-format " + str(args.format), args.format in ("junit", "sarif")))
+             if given]
+    if extra:
+        raise UserError(f"--explain prints rules and checks nothing: drop {', '.join(extra)}")
+    if args.explain.strip().lower() == "all":
+        rules = registry.ordered()
+    else:
+        try:
+            rules = [registry.lookup(args.explain)]
+        except KeyError as exc:
+            raise UserError(f"{exc.args[0]} (`trainmark check --explain all` lists them)".replace("`", "'")) from None
+    if args.json is not None or args.format == "json":
+        destination = args.json if args.json is not None else "-"
+        ensure_writable(destination, "--json")
+        write_output(destination, json.dumps([r.to_dict() for r in rules], indent=2, ensure_ascii=False) + "\n",
+                     "--json")
+    else:
+        write_output("-", "\n\n".join(r.explained() for r in rules) + "\n", "--explain")
+    return 0
 
 
 def _text(report) -> str:
