@@ -21,8 +21,8 @@ from trainmark.format import mllog
 def ratios(result_file: Path) -> tuple[str, list[float]]:
     events = mllog.read(result_file)
     benchmark = mllog.first_value(events, mllog.SUBMISSION_BENCHMARK)
-    epochs = windows(events, mllog.EPOCH_START, mllog.EPOCH_STOP)
-    evals = windows(events, mllog.EVAL_START, mllog.EVAL_STOP)
+    epochs = windows(events, "epoch")
+    evals = windows(events, "eval")
     train, evaluated = mllog.first_value(events, mllog.TRAIN_SAMPLES), mllog.first_value(events, mllog.EVAL_SAMPLES)
     if not epochs or not train or not evaluated:
         return benchmark, []

@@ -30,6 +30,7 @@ from trainmark.format.telemetry import (
     THROTTLE_MASK,
     throttle_names,
 )
+from trainmark.format.timeline_read import Replay
 
 TELEMETRY_001 = rule(
     "TELEMETRY-001", WARNING, "the accelerator was power- or thermally throttled during a timed window",
@@ -240,8 +241,8 @@ def check_timeline(series: Series, events: list[Event], rel: str, findings: Find
     """TELEMETRY-005: the run's CPU use and the power, time-weighted over the evaluation windows, against
     the same over the training (epoch) windows. The CPU use must contradict both as measured and as a share
     of the CPU time the rest of the machine left free (a neighbour's load changes the first alone)."""
-    epochs = _pairs(events, mllog.EPOCH_START, mllog.EPOCH_STOP)
-    evals = _pairs(events, mllog.EVAL_START, mllog.EVAL_STOP)
+    replay = Replay(events)
+    epochs, evals = replay.ordered("epoch"), replay.ordered("eval")
     if not epochs or not evals:
         return
     cpu = [_harder_in_eval(series, v, epochs, evals) for v in (series.run_cpu, series.run_share())]
@@ -411,29 +412,10 @@ def _row(cells: list[str], header: list[str], last_t: float) -> tuple[str | None
     return None, t, values
 
 
-def _pairs(events: list[Event], start_key: str, stop_key: str) -> list[tuple[float, float]]:
-    """The (start, stop) times of every window of one kind, in order (an unpaired boundary is dropped)."""
-    out, open_at = [], None
-    for e in events:
-        if e.key == start_key:
-            open_at = e.time_ms
-        elif e.key == stop_key and open_at is not None:
-            if e.time_ms >= open_at and (not out or open_at >= out[-1][1]):
-                out.append((open_at, e.time_ms))
-            open_at = None
-    return out
-
-
 def _windows(events: list[Event]) -> tuple[tuple[float, float], list[tuple[float, float]]] | None:
-    starts = [e.time_ms for e in events if e.key == mllog.RUN_START]
-    stops = [e.time_ms for e in events if e.key == mllog.RUN_STOP]
-    if len(starts) != 1 or len(stops) != 1:
+    """(run_start, run_stop) and the closed evaluation windows; None unless the run has one start and stop."""
+    replay = Replay(events)
+    if replay.count("run") != (1, 1):
         return None
-    evals, open_at = [], None
-    for e in events:
-        if e.key == mllog.EVAL_START:
-            open_at = e.time_ms
-        elif e.key == mllog.EVAL_STOP and open_at is not None:
-            evals.append((open_at, e.time_ms))
-            open_at = None
-    return (starts[0], stops[0]), evals
+    start, stop = replay.first("run")
+    return (start.time_ms, stop.time_ms), [(s.start.time_ms, s.stop.time_ms) for s in replay.closed("eval")]

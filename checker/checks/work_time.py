@@ -34,6 +34,7 @@ from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
+from trainmark.format.timeline_read import Replay
 from trainmark.rules.ruleset import BenchmarkRules, eval_time_bound
 
 WORK_001 = rule(
@@ -79,19 +80,10 @@ class Window:
     stop_ms: float = 0.0
 
 
-def windows(events: list[Event], start_key: str, stop_key: str) -> dict[int, Window]:
-    """The first closed ``start_key``..``stop_key`` window of each epoch, by ``epoch_num``."""
-    opened: dict[int, float] = {}
-    closed: dict[int, Window] = {}
-    for e in events:
-        epoch = e.metadata.get(mllog.EPOCH_NUM)
-        if type(epoch) is not int:
-            continue
-        if e.key == start_key:
-            opened.setdefault(epoch, e.time_ms)
-        elif e.key == stop_key and epoch in opened and epoch not in closed:
-            closed[epoch] = Window(epoch, (e.time_ms - opened[epoch]) / 1000, e.line, opened[epoch], e.time_ms)
-    return closed
+def windows(events: list[Event], name: str) -> dict[int, Window]:
+    """The first closed window of kind ``name`` (epoch, eval) of each epoch, by ``epoch_num``."""
+    return {epoch: Window(epoch, s.seconds, s.stop.line, s.start.time_ms, s.stop.time_ms)
+            for epoch, s in Replay(events).first_per_epoch(name).items()}
 
 
 def _positive(x: Any) -> float | None:
@@ -102,7 +94,7 @@ def check_trial(events: list[Event], record: TrialRecord, summary: dict | None, 
                 findings: Findings, telemetry=None) -> None:
     """``telemetry``: the trial's telemetry ``Series`` (checks/telemetry.py), whose interference evidence
     turns a difference the disturbed windows explain into WORK-008 (a warning) instead of an error."""
-    epochs = {e: w for e, w in windows(events, mllog.EPOCH_START, mllog.EPOCH_STOP).items() if w.seconds > 0}
+    epochs = {e: w for e, w in windows(events, "epoch").items() if w.seconds > 0}
     if not epochs:
         return  # no timed epoch: MLLOG-* and TIME-* say why
     median = statistics.median(w.seconds for w in epochs.values())
@@ -151,7 +143,7 @@ def _slow_evaluations(events: list[Event], record: TrialRecord, median: float, r
     per_trained = median / train_samples
     ratio_bound = float(bound["ratio"])
     training = interference.measure(telemetry, sorted((w.start_ms, w.stop_ms) for w in (epochs or {}).values()))
-    for w in windows(events, mllog.EVAL_START, mllog.EVAL_STOP).values():
+    for w in windows(events, "eval").values():
         ratio = (w.seconds / eval_samples) / per_trained
         allowed = ratio_bound * per_trained * eval_samples
         if not (ratio > ratio_bound and w.seconds - allowed > NOISE_SECONDS):
