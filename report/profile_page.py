@@ -153,9 +153,13 @@ def profile_section(p: dict, prefix: str, top: int = 20) -> str:
               "compute roof of each dtype; dashed: the memory roof; black diamond: the whole step."
               "</figcaption></figure>") if svg else "<p>No roofline: no operator with FLOPs, or no peak known.</p>"
     rows = [_operator_row(o) for o in p["operators"][:top]]
+    columns = OPERATOR_COLUMNS
+    if p["device_type"] not in ("", "cpu") and any(o["kernels"] for o in p["operators"]):
+        columns = [*OPERATOR_COLUMNS, "kernels (most launched)"]   # the device's own names for the work
+        rows = [r + ["; ".join(o["kernels"])] for r, o in zip(rows, p["operators"])]
     caption = (f"The {len(rows)} operators that take the most time per step, of {len(p['operators'])} "
                "(docs/profile.md explains each column).")
-    return _summary(p) + figure + _table(OPERATOR_COLUMNS, rows, caption)
+    return _summary(p) + figure + _table(columns, rows, caption)
 
 
 def render_page(value: dict) -> str:

@@ -7,6 +7,8 @@
 #   3. benchmarks/reference_step.py with AMP and channels-last: our step beside a plain one (issue 5)
 #   4. one resnet-mini trial on CUDA with AMP: NVML energy in a real run, and `trainmark check` on it
 #   5. energy by domain and telemetry (issue 15): fakes, the real meters under load, sampler overhead
+#   6. `trainmark profile` of resnet-mini on CUDA (issue 37): the kernels each operator launched, device
+#      against host time, the roofline against step 1's ceilings (profile.json and profile.html)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to a folder for the results}
@@ -29,6 +31,9 @@ step timeout 120 python3 benchmarks/reference_step.py --device cuda --amp --chan
 step timeout 120 python3 -P -m trainmark run resnet-mini --device cuda --precision amp --trials 1 --seed 3000 \
   --ceilings "$OUT/ops.json" --out "$OUT/submission" --submitter trainmark --quiet
 step timeout 60 python3 -P -m trainmark check "$OUT/submission" --json
+# Issue 37: the step's operators on CUDA with the kernel names the profiler reports (cuDNN, cutlass, ...)
+step timeout 120 python3 -P -m trainmark profile resnet-mini --device cuda --steps 5 --ceilings "$OUT/ops.json" \
+  --out "$OUT/profile"
 # Issue 15, energy by domain and telemetry (about 1.5 minutes): the meters and the sampler on fakes, then on
 # this machine's own GPUs/RAPL/BMC under a known load, the sampler's cost at 10 Hz, and the trial of step 4's
 # energy_domains and telemetry (its `trainmark check` above already ran the ENERGY-/TELEMETRY- rules).

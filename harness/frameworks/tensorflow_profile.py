@@ -161,7 +161,7 @@ def operators(durations: dict[str, list[float]], ops: dict[str, Any], steps: int
         key = (kind, str(shapes), _phase(node))
         row = rows.setdefault(key, {"name": kind, "shapes": shapes, "phase": key[2], "calls": 0, "host_s": 0.0,
                                     "device_s": 0.0, "flops": 0.0, "bytes_read": 0.0, "bytes_written": 0.0,
-                                    "dtype": record["dtype"] if record else None, "kernels": [],
+                                    "dtype": record["dtype"] if record else None, "kernels": [], "nodes": [],
                                     "profiler_flops": None})
         row["calls"] += len(times)
         row["host_s"] += sum(times)
@@ -169,8 +169,8 @@ def operators(durations: dict[str, list[float]], ops: dict[str, Any], steps: int
             row["flops"] += record["flops"] * len(times)
             row["bytes_read"] += record["read"] * len(times)
             row["bytes_written"] += record["written"] * len(times)
-        if len(row["kernels"]) < 3 and node not in row["kernels"]:
-            row["kernels"].append(node)  # the graph's node names (CPU: no separate kernels)
+        if len(row["nodes"]) < 3:
+            row["nodes"].append(node)  # the graph's node names (on the CPU an op is its own kernel)
     out = []
     for row in rows.values():
         for field in ("calls", "host_s", "device_s", "flops", "bytes_read", "bytes_written"):

@@ -62,7 +62,11 @@ def operator_line(o: dict) -> str:
 def format_profile(p: dict, top: int = 25) -> str:
     ops = p["operators"]
     lines = header(p) + ["", f"top {min(top, len(ops))} of {len(ops)} operators by time per step:", COLUMNS]
-    lines += [operator_line(o) for o in ops[:top]]
+    accelerator = p["device"]["type"] != "cpu"
+    for o in ops[:top]:
+        lines.append(operator_line(o))
+        if accelerator and o.get("kernels"):   # the device's kernels this operator launched, most frequent first
+            lines.append(f"    kernels: {'; '.join(k[:80] for k in o['kernels'][:3])}")
     return "\n".join(lines)
 
 

@@ -113,7 +113,7 @@ def profile_benchmark(rules, ref, device, settings: ProfileSettings, *, data=Non
 
 OPERATOR_FIELDS = ("name", "shapes", "phase", "dtype", "calls", "time_s", "host_s", "device_s", "flops",
                    "bytes_read", "bytes_written", "intensity", "achieved_flops", "achieved_bandwidth", "roof",
-                   "roof_kind", "fraction_of_roof", "bound", "kernels", "profiler_flops")
+                   "roof_kind", "fraction_of_roof", "bound", "kernels", "nodes", "profiler_flops")
 
 
 def _public(row: dict) -> dict:
