@@ -121,7 +121,7 @@ def finished_results(bench_dir: Path, trials: list[int]) -> list[TrialResult]:
     return found
 
 
-check_device = runtime.check_device  # --device: cpu, cuda or cuda:INDEX, as a device (a UserError otherwise)
+check_device = runtime.check_device  # --device: auto, cpu or TYPE[:INDEX], as a device (a UserError otherwise)
 
 
 def load_custom_model(spec: str) -> Callable[[], Any]:
@@ -132,13 +132,23 @@ def load_custom_model(spec: str) -> Callable[[], Any]:
     sys.path.insert(0, os.getcwd())
     try:
         fn = getattr(implementation.import_model_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+    except ImportError as exc:
+        raise UserError(f"--model {spec}: cannot load: {exc}; {model_import_hint(module_name)}") from None
+    except AttributeError as exc:
         raise UserError(f"--model {spec}: cannot load: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - the module's own error on import: one line, nothing written yet
         raise UserError(f"--model {spec}: importing it failed: {type(exc).__name__}: {exc}") from None
     if not callable(fn):
         raise UserError(f"--model {spec}: {attr} is not callable")
     return fn
+
+
+def model_import_hint(module_name: str) -> str:
+    """Where ``--model`` looks for its module, in words (docs/open-division.md)."""
+    top = module_name.split(".")[0]
+    return (f"--model imports from the current folder ({os.getcwd()}): run trainmark where {top}.py (or the package "
+            f"{top}/ with __init__.py) lies, its sibling modules beside it, and no module of that name shadows it "
+            "(docs/open-division.md)")
 
 
 def _kind(value: Any) -> str:
@@ -371,13 +381,13 @@ def open_meter_for(device: runtime.Device, dist: distributed.Dist, estimate_watt
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", dist.world))
     if local_world < dist.world:
         from trainmark.harness.measure import nodes as scale_nodes
-        return scale_nodes.open_node_meter(device, dist, estimate_watts, runtime.cuda_uuids)
+        return scale_nodes.open_node_meter(device, dist, estimate_watts, runtime.device_ids)
     if not dist.is_main:
         return energy.NullMeter("measured by rank 0")
-    if device.type == "cuda":
+    if runtime.is_accelerator(device):
         indices = list(range(local_world)) if dist.world > 1 else [device.index or 0]
-        return energy.open_meter(str(device), estimate_watts, cuda_indices=runtime.cuda_uuids(indices))
-    return energy.open_meter("cpu", estimate_watts)
+        return energy.open_meter(str(device), estimate_watts, device_ids=runtime.device_ids(device, indices))
+    return energy.open_meter(str(device), estimate_watts)
 
 
 @dataclass
@@ -417,7 +427,7 @@ def prepare(opts: RunOptions) -> Prepared:
         raise UserError(f"--model builds a PyTorch module: it cannot run under --framework {opts.framework}")
     if opts.model and opts.division == "closed":
         raise UserError("--model trains your own model: that is the open division (add --division open)")
-    device = check_device(opts.device)
+    device = framework.resolve_device(opts.framework, opts.device)  # as the framework that trains sees it
     hp = resolve_hparams(rules, opts)
     ref = registry.for_rules(rules)
     hp = check_open_recipe(opts, ref, hp)
@@ -431,8 +441,8 @@ def prepare(opts: RunOptions) -> Prepared:
     dist = distributed.init(str(device))
     from trainmark.harness.measure import nodes as scale_nodes
     scale_nodes.record_peers(dist)  # so that a crash can name a rank that died
-    if device.type == "cuda" and dist.world > 1:
-        device = runtime.cuda_device(dist.local_rank)
+    if dist.world > 1:
+        device = runtime.local_device(device, dist.local_rank)
     if hp["global_batch_size"] % dist.world:
         from trainmark.harness.scale.saturation import nearest_divisors
         raise UserError(f"global batch size {hp['global_batch_size']} is not divisible by {dist.world} ranks; the "

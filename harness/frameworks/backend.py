@@ -88,6 +88,13 @@ def implements(name: str, rules) -> None:
                     f"(available: {', '.join(have)})")
 
 
+def resolve_device(name: str, spec: str):
+    """``--device spec`` as framework ``name`` sees this machine (PyTorch's devices, or TensorFlow's GPUs and TPUs)."""
+    available(name)
+    module, _, _ = BACKENDS[name].partition(":")
+    return importlib.import_module(module).resolve_device(spec)
+
+
 def backend(name: str, device, precision: str, dist: Dist | None = None) -> Backend:
     """The backend ``name`` for one device and precision (``dist``: this rank; None: one process)."""
     available(name)

@@ -127,6 +127,9 @@ class PyTorchTrainer:
         write_atomic(Path(path), lambda p: save_file(tensors, str(p)))
 
 
+resolve_device = pytorch_runtime.check_device  # --device: auto, cpu or TYPE[:INDEX] as PyTorch sees this machine
+
+
 class PyTorchBackend:
     name = "pytorch"
 

@@ -23,8 +23,11 @@ Several ranks (torchrun, as for PyTorch): each rank steps its share of the globa
 gradients cross from TensorFlow to torch.distributed as one flat numpy vector per step. Evaluation sums the
 reference's per-rank counts. One process keeps the single fused step.
 
-Scope today (issue 17): fp32, CPU, the benchmarks whose rule files name a twin
-(``implementations: {tensorflow: MODULE:CLASS}``). Anything else is a clear error.
+Where it runs (harness/frameworks/tensorflow_devices.py): the CPU, one GPU, every GPU of the machine in one
+process (``tf.distribute.MirroredStrategy``: each replica computes its share of the batch's gradients, their
+mean is taken, clipped and applied once, as several ranks do), or a TPU (``TPUStrategy``). ``--precision
+amp`` is Keras mixed precision (``mixed_bfloat16``) on GPUs and TPUs; the CPU refuses it. The benchmarks
+are those whose rule files name a twin (``implementations: {tensorflow: MODULE:CLASS}``).
 """
 from __future__ import annotations
 
@@ -38,8 +41,7 @@ from trainmark.reference.tf_import import tf  # first: it imports TensorFlow saf
 import keras
 import numpy as np
 
-from trainmark.errors import UserError
-from trainmark.harness.frameworks import pytorch_runtime, tensorflow_open
+from trainmark.harness.frameworks import pytorch_runtime, tensorflow_devices, tensorflow_open
 from trainmark.harness.frameworks.distributed import Dist
 from trainmark.harness.open_recipe import OpenRecipe
 from trainmark.reference.keras_twins import weights as keras_weights
@@ -70,23 +72,28 @@ class TensorFlowTrainer:
 
     def __init__(self, ref, build_model: Callable[[], Any], hp: dict[str, Any], data, seed: int,
                  device: str, precision: str, dist: Dist = Dist(), *, count_flops: bool = True,
-                 schedule_steps: int = 100, recipe: OpenRecipe | None = None):
-        if precision != "fp32":
-            raise UserError("--framework tensorflow: only --precision fp32 for now")
+                 schedule_steps: int = 100, placement: tensorflow_devices.Placement | None = None,
+                 recipe: OpenRecipe | None = None):
+        self.placement = placement or tensorflow_devices.for_device(device)
+        self.precision_used = _precision(precision, self.placement)
         self.ref, self.hp, self.data, self.dist = ref, hp, data, dist
         keras.utils.set_random_seed(seed)
         # twins initialised from the PyTorch reference draw what a PyTorch trial draws; the generator is the
         # reference's batch order and augmentation (its data path is the PyTorch reference's own)
         self.generator = pytorch_runtime.seed_reference(seed)
-        self.precision_used = "fp32"
-        self.local_batch = hp["global_batch_size"] // dist.world
-        self.samples_per_step = self.local_batch * dist.world
-        self.steps_per_epoch = ((ref.train_samples(data) // dist.world) // self.local_batch
+        # replicas of a strategy are fed as ranks are: each its share (order[r::n]) from its own generator
+        self.replicas = self.placement.replicas
+        self._generators = [pytorch_runtime.generator(seed) for _ in range(self.replicas)]
+        shares = dist.world * self.replicas
+        self.local_batch = hp["global_batch_size"] // shares
+        self.samples_per_step = self.local_batch * shares
+        self.steps_per_epoch = ((ref.train_samples(data) // shares) // self.local_batch
                                 if data is not None else schedule_steps)
-        self.twin = twin_class(ref)(ref, hp, self.steps_per_epoch, seed)
-        self.model = self.twin.model
-        self.twin.optimizer = tensorflow_open.rebuild(recipe, self.twin.optimizer)  # open: --optimizer
-        self.twin.optimizer.build(self.model.trainable_variables)
+        with self.placement.scope():  # variables on the device, or mirrored on every replica
+            self.twin = twin_class(ref)(ref, hp, self.steps_per_epoch, seed)
+            self.model = self.twin.model
+            self.twin.optimizer = tensorflow_open.rebuild(recipe, self.twin.optimizer)  # open: --optimizer
+            self.twin.optimizer.build(self.model.trainable_variables)
         compiled = lambda f: tf.function(f, jit_compile=False, reduce_retracing=True, autograph=False)  # noqa: E731
         self._step = compiled(training_step(self.twin))
         self._gradients, self._apply = compiled(gradients(self.twin)), compiled(apply_gradients(self.twin))
@@ -99,8 +106,15 @@ class TensorFlowTrainer:
         self.open_settings = tensorflow_open.record(recipe, self.twin.optimizer)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        """The reference's batches of one epoch as TensorFlow tensors (the conversion is timed)."""
+        """The reference's batches of one epoch as TensorFlow tensors (the conversion is timed). Several
+        replicas: a list of their batches, each the share a rank of that many would read."""
         self._nonfinite = False
+        if self.replicas > 1:
+            n = self.replicas
+            shares = [self.ref.train_batches(self.data, epoch, self.local_batch, g, r, n)
+                      for r, g in enumerate(self._generators)]
+            yield from ([self.prepare(b) for b in group] for group in zip(*shares))
+            return
         for batch in self.ref.train_batches(self.data, epoch, self.local_batch, self.generator,
                                             self.dist.rank, self.dist.world):
             yield self.prepare(batch)
@@ -112,7 +126,9 @@ class TensorFlowTrainer:
     def step(self, batch: Any, sync: bool = True) -> None:
         """One training step. With several ranks: this rank's gradients, averaged over the ranks (skipped
         with ``sync=False``, as ``trainmark scale`` times the compute alone), then clipped and applied."""
-        if self.dist.world == 1:
+        if self.placement.strategy is not None:
+            self.loss = self._replicated_step(batch)
+        elif self.dist.world == 1:
             self.loss = self._step(*batch)
         else:
             self.loss, grads = self._gradients(*batch)
@@ -127,6 +143,17 @@ class TensorFlowTrainer:
             self._splits = np.cumsum([a.size for a in arrays])[:-1]
         flat = self.dist.mean(np.concatenate([a.reshape(-1) for a in arrays]))
         return [tf.constant(part.reshape(a.shape)) for part, a in zip(np.split(flat, self._splits), arrays)]
+
+    def _replicated_step(self, batches: list):
+        """One step over the strategy's replicas: each its batch's gradients, their mean (as several ranks
+        take it), clipped and applied once to the mirrored variables."""
+        strategy = self.placement.strategy
+        args = tuple(strategy.experimental_distribute_values_from_function(
+            lambda ctx, i=i: batches[ctx.replica_id_in_sync_group][i]) for i in range(len(batches[0])))
+        loss, grads = strategy.run(self._gradients, args=args)
+        mean = lambda v: strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)  # noqa: E731
+        self._apply([mean(g) for g in grads])
+        return mean(loss)
 
     def loss_value(self) -> float:
         value = float(self.loss.numpy())
@@ -169,6 +196,16 @@ class TensorFlowTrainer:
 
 
 _FLOPS: dict[tuple, int | None] = {}  # (benchmark, batch, twin) -> FLOPs per step, counted in this process
+
+
+def _precision(precision: str, placement: tensorflow_devices.Placement) -> str:
+    """The label a run logs; amp sets Keras's mixed precision policy (GPUs and TPUs; a UserError on the CPU)."""
+    if precision == "fp32":
+        keras.mixed_precision.set_global_policy("float32")
+        return "fp32"
+    policy = tensorflow_devices.mixed_precision_policy(placement)
+    keras.mixed_precision.set_global_policy(policy)
+    return "amp-bf16" if policy == "mixed_bfloat16" else "amp-fp16"
 
 
 def training_step(twin) -> Callable:
@@ -255,12 +292,17 @@ def _op_flops(op) -> int:
     return 0
 
 
+def resolve_device(spec: str):
+    """``--device`` as TensorFlow sees this machine (its own GPUs, a TPU), named as the harness names devices."""
+    return pytorch_runtime.as_device(tensorflow_devices.resolve(spec))
+
+
 class TensorFlowBackend:
     name = "tensorflow"
 
     def __init__(self, device, precision: str, dist: Dist = Dist()):
-        if getattr(device, "type", str(device)) != "cpu":
-            raise UserError("--framework tensorflow: only --device cpu for now")
+        self.placement = tensorflow_devices.for_device(device, dist.local_rank if dist.world > 1 else None)
+        tensorflow_devices.check_precision(precision, self.placement)  # before anything is written
         self.device, self.precision, self.dist = device, precision, dist
 
     def load_data(self, ref, rules, data_dir: Path):
@@ -282,13 +324,18 @@ class TensorFlowBackend:
         """``build_model`` (a PyTorch builder) is not used: the twin builds its Keras model (``--model``, a
         PyTorch module, is refused before a TensorFlow run starts)."""
         return TensorFlowTrainer(ref, lambda: keras_model(ref), hp, data, seed, self.device, self.precision,
-                                 self.dist, **options)
+                                 self.dist, placement=self.placement, **options)
 
     def precision_label(self) -> str:
-        return "fp32"
+        if self.precision == "fp32":
+            return "fp32"
+        return "amp-bf16" if tensorflow_devices.mixed_precision_policy(self.placement) == "mixed_bfloat16" \
+            else "amp-fp16"
 
     def sync(self) -> None:
-        """Nothing to wait for: TensorFlow runs on the CPU here, and a step returns when it is computed."""
+        """Wait for the device: reading a value back is TensorFlow's barrier (nothing queued on the CPU)."""
+        if self.placement.harness_device != "cpu":
+            tf.test.experimental.sync_devices()
 
     def step_flops(self, ref, hp: dict[str, Any], batch_size: int) -> tuple[int | None, str | None]:
         """The trainer's own count at ``batch_size`` (the twin's traced step), and why there is none."""
