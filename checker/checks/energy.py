@@ -26,6 +26,7 @@ from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import STRICT_JSON, Event
+from trainmark.format.timeline_read import Replay
 
 ENERGY_001 = rule(
     "ENERGY-001", WARNING, "the per-epoch energies (training windows plus evaluations) do not add up to the run's "
@@ -90,8 +91,6 @@ RESOLUTION_J = 0.001
 POWER_TOLERANCE, POWER_ABS_J = 0.02, 1.0
 MIN_POWER_ROWS, MIN_POWER_JOULES = 30, 100.0  # below either, a power integral is not judged (ENERGY-006)
 FORMAT_VERSION_KEY = getattr(mllog, "FORMAT_VERSION", "trainmark_format_version")
-WINDOW_KEYS = {mllog.EPOCH_START: ("epoch", 0), mllog.EPOCH_STOP: ("epoch", 1),
-               mllog.EVAL_START: ("eval", 0), mllog.EVAL_STOP: ("eval", 1)}
 
 
 def _num(x: Any) -> float | None:
@@ -206,13 +205,13 @@ def _check_domains(by_key: dict[str, list[Event]], start: Event, stop: Event, re
     harness_says = _harness_reasons(by_key)
     # a domain measured at run_start and null at a later boundary was lost during the run
     lost_at: dict[str, Event] = {}
-    for key in (mllog.EPOCH_START, mllog.EPOCH_STOP, mllog.EVAL_START, mllog.EVAL_STOP, mllog.RUN_STOP):
-        for e in by_key.get(key, []):
-            readings = _domain_readings(e, rel, findings) or {}
-            for name, v in readings.items():
-                if v is None and first.get(name) is not None and (
-                        name not in lost_at or e.line < lost_at[name].line):
-                    lost_at[name] = e
+    replay = Replay(e for group in by_key.values() for e in group)  # split() keeps each key's log order
+    for e in [*replay.split("epoch")[0], *replay.split("epoch")[1], *replay.split("eval")[0],
+              *replay.split("eval")[1], *replay.split("run")[1]]:
+        readings = _domain_readings(e, rel, findings) or {}
+        for name, v in readings.items():
+            if v is None and first.get(name) is not None and (name not in lost_at or e.line < lost_at[name].line):
+                lost_at[name] = e
     for name, e in sorted(lost_at.items()):
         why = harness_says.get(name)
         findings.add(ENERGY_003, rel, f"energy domain {name} stopped being measured at {e.key} (line {e.line}); "
@@ -282,16 +281,10 @@ class Readings:
     """The cumulative readings of one trial's window boundaries: the total and each domain's."""
 
     def __init__(self, events: list[Event]):
-        self.windows: dict[tuple[str, int], list[Event | None]] = {}
-        run: list[Event | None] = [None, None]
-        for e in events:
-            if e.key in (mllog.RUN_START, mllog.RUN_STOP):
-                run[1 if e.key == mllog.RUN_STOP else 0] = e
-            elif e.key in WINDOW_KEYS:
-                name, stop = WINDOW_KEYS[e.key]
-                epoch = e.metadata.get(mllog.EPOCH_NUM)
-                if isinstance(epoch, int) and not isinstance(epoch, bool):
-                    self.windows.setdefault((name, epoch), [None, None])[stop] = e
+        replay = Replay(events)
+        self.windows: dict[tuple[str, int], list[Event | None]] = {
+            (name, epoch): pair for name in ("epoch", "eval") for epoch, pair in replay.last_per_epoch(name).items()}
+        run = list(replay.last("run"))
         self.run = run if run[0] is not None and run[1] is not None else None
 
     @staticmethod
