@@ -36,6 +36,7 @@ PARSE_ONLY = {
     "ops": "times kernels for minutes; --op allreduce starts several processes (tests/test_ops.py)",
     "scale": "one torchrun launch per world size, or MLPerf round checkouts for `validate` (tests/test_scale*.py)",
     "data": "needs the benchmark's dataset",
+    "profile": "profiles training steps for a minute or more (tests/test_profile.py profiles resnet-mini)",
     "package": "writes an archive of the whole folder (tests/test_archive.py)",
     "rules docs": "rewrites docs/rules.md and docs/checker.md in place",
     "rules code-hashes": "rewrites rules/<version>/reference-code.json",
@@ -104,7 +105,7 @@ def _shell_lines(path: Path, with_output: bool = False):
 
 def _trainmark_argv(tokens: list[str]) -> tuple | None:
     """What follows the `trainmark` program in a shell command, or None when it does not run trainmark."""
-    if tokens[:1] == ["trainmark"]:
+    if tokens and tokens[0] in ("trainmark", ".venv/bin/trainmark"):  # the README's quick start calls the venv's
         return tuple(tokens[1:])
     for i in range(len(tokens) - 1):
         if tokens[i] == "-m" and tokens[i + 1] == "trainmark" and any(
