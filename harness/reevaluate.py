@@ -56,7 +56,10 @@ class Reevaluation:
         key = (rules.name, rules.version, str(rules.path))
         if key not in self._data:
             folder = resolve_data_dir(rules, self.data_dirs.get(rules.name, self.data_dirs.get(None)))
-            problems, _ = verify_for(rules, folder)
+            try:
+                problems, _ = verify_for(rules, folder)
+            except UserError as exc:  # not there at all: the rules say where to get it
+                problems = [str(exc)]
             self._data[key] = (folder, None if not problems else (
                 f"re-evaluation of {rules.name}: dataset in {folder} does not match rules {rules.version}: "
                 f"{'; '.join(problems[:3])} (pass --data-dir [{rules.name}=]DIR)"))

@@ -446,10 +446,7 @@ def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes],
     framework = _check_framework(result, info_rel, info.get("framework", "pytorch"), released, logged, findings)
     if division == "closed":
         _check_released(result, rel, digests, released, findings, framework)
-        for path in sorted(p for p in files if p not in RECORD_FILES and not p.startswith(f"{layout.CODE_DIR}/")):
-            findings.add(CODE_014, posixpath.join(rel, path), f"{path} is neither released code, the environment, the "
-                         "command nor the manifest: a closed record holds nothing else",
-                         expected=f"{layout.CODE_DIR}/ and the record's own files", seen=path)
+        _check_closed_extras(rel, files, findings)
     model = info.get("model")
     if division == "open" and isinstance(model, str) and model:
         if not any(path.startswith(f"{layout.MODEL_DIR}/") and path.endswith(".py") for path in files):
@@ -457,6 +454,14 @@ def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes],
                          f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
     if division == "open":
         _check_open_model(result, rel, model, files, tree, findings)
+
+
+def _check_closed_extras(rel: str, files: dict[str, bytes], findings: Findings) -> None:
+    """CODE-014: a closed record holds code/ (released code, CODE-007) and its own four files, nothing else."""
+    for path in sorted(p for p in files if p not in RECORD_FILES and not p.startswith(f"{layout.CODE_DIR}/")):
+        findings.add(CODE_014, posixpath.join(rel, path), f"{path} is neither released code, the environment, the "
+                     "command nor the manifest: a closed record holds nothing else",
+                     expected=f"{layout.CODE_DIR}/ and the record's own files", seen=path)
 
 
 def _check_open_model(result, rel: str, model: object, files: dict[str, bytes], tree: SafeTree,
