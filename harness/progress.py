@@ -77,12 +77,14 @@ class TrialProgress:
 
 def banner(*, benchmark: str, rules_version: str, division: str, target: str, every_epochs: int,
            max_epochs: int, model: str, model_note: str, parameters: int | None, framework: str, device: str,
-           precision: str, batch_size: int, trials: int, first_trial: int, base_seed: int, out: Any) -> list[str]:
+           precision: str, batch_size: int, trials: int, first_trial: int, base_seed: int, out: Any,
+           size: str | None = None) -> list[str]:
     """What a run is about to do, before its first trial: the lines a reviewer of the log needs first."""
     cadence = "after every epoch" if every_epochs == 1 else f"every {every_epochs} epochs"
-    params = f"{model_note}; " + (f"{parameters:,} parameters" if parameters is not None else "parameters unknown")
+    params = f"{model_note}; " + (size or (f"{parameters:,} parameters" if parameters is not None
+                                           else "parameters unknown"))  # size: harness/model_line.py
     first, last = base_seed + first_trial - 1, base_seed + trials - 1
-    todo = (f"{trials} trials" if first_trial == 1
+    todo = (f"{trials} trial{'s' if trials != 1 else ''}" if first_trial == 1
             else f"trials {first_trial} to {trials} of {trials} (resumed: 1 to {first_trial - 1} are done)")
     seeds = f"seed {first}" if first == last else f"seeds {first} to {last}"
     return [

@@ -606,9 +606,14 @@ class RunInterrupted(KeyboardInterrupt):
         self.bench_dir, self.trial, self.trials, self.base_seed = bench_dir, trial, trials, base_seed
 
 
-def device_label(device) -> str:
-    """'cpu (2 threads)', or the accelerator's name ('cuda:0')."""
-    return f"cpu ({runtime.num_threads()} threads)" if device.type == "cpu" else str(device)
+def _model_size(prep: Prepared) -> str | None:
+    """Parameters and FLOPs per step, beside the reference's for --model (harness/model_line.py)."""
+    from trainmark.harness.model_line import model_size
+
+    try:
+        return model_size(prep)
+    except Exception:  # noqa: BLE001 - a banner never stops a run: the parameter count alone is shown
+        return None
 
 
 def announce(prep: Prepared, start_at: int, base_seed: int) -> None:
@@ -625,9 +630,9 @@ def announce(prep: Prepared, start_at: int, base_seed: int) -> None:
                        every_epochs=rules.evaluation["every_epochs"],
                        max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs), model=model,
                        model_note=note, parameters=parameters, framework=opts.framework,
-                       device=device_label(prep.device), precision=opts.precision,
+                       device=runtime.device_banner(prep.device), precision=opts.precision,
                        batch_size=prep.hp["global_batch_size"], trials=prep.trials,
-                       first_trial=start_at, base_seed=base_seed, out=prep.bench_dir):
+                       first_trial=start_at, base_seed=base_seed, out=prep.bench_dir, size=_model_size(prep)):
         say(line)
 
 
