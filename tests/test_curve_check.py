@@ -10,7 +10,7 @@ import synthetic
 import yaml
 
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.checks.curve import CURVE_001, outside
+from trainmark.checker.checks.curve import CURVE_001, clipped, outside
 from trainmark.rules import get_rules
 from trainmark.rules.convergence import band_for
 from trainmark.rules.ruleset import validate
@@ -111,6 +111,23 @@ def test_a_twin_is_judged_by_its_own_band(tmp_path):
     report = check_path(sub, CheckOptions(rules_root=root,
                                           reference_builder=lambda r: synthetic.tiny_reference_model()))
     assert curve_findings(report) == []
+    # the twin's own band narrow, the reference's wide: the TensorFlow trial 2 is flagged by the twin's band
+    data["curve_band"]["bands"][0]["epochs"] = twin_band
+    data["curve_band"]["bands"][1]["epochs"] = BAND
+    path.write_text(yaml.safe_dump(data))
+    report = check_path(sub, CheckOptions(rules_root=root,
+                                          reference_builder=lambda r: synthetic.tiny_reference_model()))
+    (f,) = curve_findings(report)
+    assert (f.rule, f.severity, f.file) == ("CURVE-001", "warning", f"{BENCH}/result_2.txt")
+    assert "0.6000 after epoch 2 is below the reference band [0.7000, 0.7700]" in f.message
+
+
+def test_a_band_widened_by_the_tolerance_stays_inside_the_metrics_range():
+    """A WER band [0.0082, 0.0898] with tolerance 0.01 is 'within [0.0000, 0.0998]', never below 0; an
+    accuracy band is never above 1 (issue 42); an end the rules leave open is not clipped."""
+    assert clipped(-0.0018, 0.0998, [0.0, None]) == (0.0, 0.0998)
+    assert clipped(0.85, 1.01, [0.0, 1.0]) == (0.85, 1.0)
+    assert clipped(-5.0, 5.0, [None, None]) == (-5.0, 5.0)
 
 
 def test_shipped_bands_validate_and_match_their_calibration():
@@ -153,6 +170,8 @@ def test_example_submissions_stay_near_their_bands():
         parts = Path(f.file).parts
         trial, epoch = (int(x) for x in re.search(r"trial (\d+): .* after epoch (\d+)", f.message).groups())
         seen_at.add((parts[-2], parts[-3], trial, epoch, float(f.seen)))
+        if parts[-2] == "ds2-mini":  # WER's band clipped at 0 (issue 42), not [-0.0018, 0.0998]
+            assert f.expected == "within [0.0000, 0.0998]"
     assert seen_at == {("inception-mini", "2xcpu-epyc-zen3", 5, 1, 0.8497),
                        ("vgg-mini", "2xcpu-epyc-zen3", 5, 1, 0.8773),
                        ("inception-mini", "2xcpu-epyc-zen3-tf", 2, 2, 0.8828),

@@ -68,5 +68,13 @@ def check_curves(records: list[TrialRecord], rules: BenchmarkRules, division: st
                      f"trial {record.trial}: {rules.metric['name']} {ev.accuracy:.4f} after epoch {ev.epoch} is "
                      f"{side} the reference band [{low:.4f}, {high:.4f}] by more than the tolerance {tolerance:g}"
                      + (f" ({len(left)} epochs out of the band)" if len(left) > 1 else ""),
-                     line=ev.accuracy_line, expected=f"within [{low - tolerance:.4f}, {high + tolerance:.4f}]",
+                     line=ev.accuracy_line, expected="within [{:.4f}, {:.4f}]".format(
+                         *clipped(low - tolerance, high + tolerance, rules.metric.get("range"))),
                      seen=f"{ev.accuracy:.4f}")
+
+
+def clipped(low: float, high: float, metric_range) -> tuple[float, float]:
+    """A band widened by the tolerance, held inside the metric's range (a WER is never below 0, an accuracy
+    never above 1); an end the rules leave unbounded (None) is not clipped."""
+    lo, hi = (metric_range if isinstance(metric_range, (list, tuple)) and len(metric_range) == 2 else (None, None))
+    return (low if lo is None else max(low, float(lo))), (high if hi is None else min(high, float(hi)))
