@@ -86,7 +86,7 @@ def _settings(args):
     default_steps = 1 if args.all else 5
     return ProfileSettings(framework=args.framework, precision=args.precision, batch_size=args.batch_size,
                            steps=args.steps or default_steps,
-                           warmup_steps=args.warmup_steps if args.warmup_steps is not None else default_steps // 3 + 1,
+                           warmup_steps=args.warmup_steps if args.warmup_steps is not None else 1 if args.all else 3,
                            data=args.data)
 
 
