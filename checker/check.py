@@ -6,10 +6,11 @@ becomes a finding.
 """
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from trainmark.checker.benchmark import LAYOUT_006, BenchmarkResult, TrainmarkContext, check_trainmark_benchmark
 from trainmark.checker.checks import reeval
@@ -21,6 +22,7 @@ from trainmark.checker.mlperf.results import (
     in_ruleset,
     is_mlperf_benchmark,
     known_rulesets,
+    ruleset_from_path,
     score_mlperf_benchmark,
 )
 from trainmark.checker.mlperf.system_desc import check_mlperf_systems
@@ -32,6 +34,7 @@ from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.checker.verdict.result import Report
 from trainmark.errors import UserError
+from trainmark.format.layout import DIVISIONS, is_archive_name
 from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, known_versions, load_ruleset
 
 MLPERF_006 = rule(
@@ -107,12 +110,55 @@ def _check_benchmark(folder, tree: SafeTree, ctx: TrainmarkContext, names: set[s
 
 
 def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
+    """The check of a folder or an archive (unpacked into a temporary folder, removed before returning)."""
+    with checked(path, options) as (report, _folder):
+        return report
+
+
+@contextlib.contextmanager
+def checked(path: Path | str, options: CheckOptions | None = None) -> Iterator[tuple[Report, Path | None]]:
+    """The check of ``path`` and the folder it read, which exists until the block ends: ``path`` itself, or an
+    archive's content unpacked safely into a temporary folder (None when the archive was refused)."""
     options = options or CheckOptions()
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path} does not exist")
-    if path.is_file() and archive.is_archive_name(path):  # unpacked safely into a temporary folder
-        return archive.check_archive(path, options, check_path)
+    if path.is_file() and is_archive_name(path):
+        with _unpacked(path, options) as checked_archive:
+            yield checked_archive
+        return
+    report = _check_folder(path, options)
+    yield report, Path(report.path)  # resolved: the user's own path may be a link
+
+
+@contextlib.contextmanager
+def _unpacked(path: Path, options: CheckOptions) -> Iterator[tuple[Report, Path | None]]:
+    """The check of an archive's content, unpacked into a temporary folder removed afterwards (also on
+    SIGTERM and SIGHUP)."""
+    if options.mlperf_ruleset is None and (named := ruleset_from_path(path)):  # the archive's name
+        options = replace(options, mlperf_ruleset=named[0])
+    findings = Findings()
+    with archive.signals_raise(), tempfile.TemporaryDirectory(prefix="trainmark-archive-") as tmp:
+        root = Path(tmp) / "unpacked"
+        root.mkdir()
+        if not archive.unpack(path, root, findings):
+            report = Report(str(path.resolve()), "archive", findings)
+            report.notes.append(f"{path}: refused; nothing was unpacked")
+            yield report, None
+            return
+        entries = list(root.iterdir())
+        if len(entries) == 1 and entries[0].is_dir() and entries[0].name not in DIVISIONS:
+            root = entries[0]  # one top folder (e.g. training_results_v4.0/): its name carries meaning
+        if not entries:
+            raise UserError(f"{path} is an empty archive")
+        report = _check_folder(root, options)
+        report.notes.append(f"checked the content of {path}, unpacked into a temporary folder (removed)")
+        report.path = str(path.resolve())
+        yield report, root.resolve()
+
+
+def _check_folder(path: Path, options: CheckOptions) -> Report:
+    """The check of one folder (not an archive)."""
     if not path.is_dir():
         raise UserError(f"{path} is not a folder: pass a submission, division, submitter, system or benchmark folder")
     if options.mlperf_ruleset is not None and options.mlperf_ruleset not in known_rulesets():
@@ -141,6 +187,7 @@ def check_path(path: Path | str, options: CheckOptions | None = None) -> Report:
     with tempfile.TemporaryDirectory(prefix="trainmark-check-") as compliance_dir:
         ctx = TrainmarkContext(rules, ReferenceStructures(options.reference_builder), Path(compliance_dir),
                                report.notes)
+        ctx.systems.update({(s.submitter, s.system): descs.get(s.rel) for s in layout.systems})
         for done, folder in enumerate(layout.benchmarks):
             if options.progress is not None:
                 options.progress(done, len(layout.benchmarks), folder.rel or ".")

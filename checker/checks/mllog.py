@@ -11,10 +11,10 @@ import posixpath
 from typing import Any
 
 from trainmark import RESULT_FORMAT_VERSION
+from trainmark.checker.mlperf.compliance_configs import refused_findings
 from trainmark.checker.mlperf.engine import EngineResult
 from trainmark.checker.read.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import SECURITY_001
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
@@ -118,14 +118,6 @@ def engine_findings(result: EngineResult, events: list[Event], rel: str, key_rul
     if result.crashed:
         findings.add(MLLOG_009, rel, f"the compliance engine stopped: {result.crashed}",
                      expected="a file the engine can evaluate", seen=result.crashed)
-
-
-def refused_findings(result: EngineResult, rel: str, findings: Findings) -> None:
-    """A config the engine asked for and was refused: a logged value tried to name a file."""
-    for config in result.refused:
-        findings.add(SECURITY_001, rel, f"the compliance engine asked for {config!r}, which is neither a config "
-                     f"trainmark generated nor one mlperf-logging ships; refused, never opened",
-                     expected="a shipped or generated config", seen=config)
 
 
 def check_time_order(events: list[Event], rel: str, findings: Findings) -> None:

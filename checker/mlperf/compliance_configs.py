@@ -27,6 +27,8 @@ import yaml
 from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
+from trainmark.checker.verdict.codes import SECURITY_001
+from trainmark.checker.verdict.findings import Findings
 from trainmark.format import mllog
 from trainmark.format.layout import DIVISIONS
 
@@ -152,3 +154,12 @@ def choosing_value_problems(events, ruleset: str) -> list[tuple[object, str]]:
         if not ok:
             problems.append((e, want))
     return problems
+
+
+def refused_findings(result, rel: str, findings: Findings) -> None:
+    """SECURITY-001 for every config the engine asked for and the allow-list refused (``result`` an
+    ``engine.EngineResult``): a logged value tried to name a file."""
+    for config in result.refused:
+        findings.add(SECURITY_001, rel, f"the compliance engine asked for {config!r}, which is neither a config "
+                     f"trainmark generated nor one mlperf-logging ships; refused, never opened",
+                     expected="a shipped or generated config", seen=config)

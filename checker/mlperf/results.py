@@ -23,9 +23,8 @@ from pathlib import Path
 from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
-from trainmark.checker.checks.mllog import refused_findings
 from trainmark.checker.mlperf import rcp
-from trainmark.checker.mlperf.compliance_configs import choosing_value_problems
+from trainmark.checker.mlperf.compliance_configs import choosing_value_problems, refused_findings
 from trainmark.checker.mlperf.division import check_logged_division
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.mlperf.power import power_problems

@@ -99,7 +99,6 @@ ARCHIVE_008 = rule(
     good="`trainmark package` output (ratios around 3:1 to 10:1)", module=__name__)
 
 GiB = 1 << 30
-ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
 
 @dataclass(frozen=True)
@@ -110,10 +109,6 @@ class ArchiveLimits:
     max_total_bytes: int = 16 * GiB
     max_ratio: float = 100.0         # logs compress about 10:1, weights barely; zeros about 1000:1
     ratio_from_bytes: int = 1 << 20  # smaller members (and archives) are not judged: they cannot be bombs
-
-
-def is_archive_name(path: Path) -> bool:
-    return Path(path).name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -401,32 +396,3 @@ def signals_raise() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-
-
-def check_archive(path: Path, options, check_folder: Callable):
-    """``check_folder`` on the archive's content, unpacked into a temporary folder removed afterwards."""
-    from dataclasses import replace
-
-    from trainmark.checker.mlperf.results import ruleset_from_path
-    from trainmark.checker.verdict.result import Report
-
-    if options.mlperf_ruleset is None and (named := ruleset_from_path(Path(path))):  # the archive's name
-        options = replace(options, mlperf_ruleset=named[0])
-
-    findings = Findings()
-    with signals_raise(), tempfile.TemporaryDirectory(prefix="trainmark-archive-") as tmp:
-        root = Path(tmp) / "unpacked"
-        root.mkdir()
-        if not unpack(path, root, findings):
-            report = Report(str(Path(path).resolve()), "archive", findings)
-            report.notes.append(f"{path}: refused; nothing was unpacked")
-            return report
-        entries = list(root.iterdir())
-        if len(entries) == 1 and entries[0].is_dir() and entries[0].name not in DIVISIONS:
-            root = entries[0]  # one top folder (e.g. training_results_v4.0/): its name carries meaning
-        if not entries:
-            raise UserError(f"{path} is an empty archive")
-        report = check_folder(root, options)
-        report.notes.append(f"checked the content of {path}, unpacked into a temporary folder (removed)")
-        report.path = str(Path(path).resolve())
-        return report

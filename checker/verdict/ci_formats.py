@@ -18,10 +18,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from trainmark import __version__
-from trainmark.checker.read.archive import is_archive_name
 from trainmark.checker.verdict.findings import printable
 from trainmark.checker.verdict.registry import ERROR, WARNING, load_all
 from trainmark.checker.verdict.result import Report
+from trainmark.format import layout
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {ERROR: "error", WARNING: "warning"}  # info -> "note"
@@ -61,7 +61,7 @@ def to_sarif(report: Report) -> str:
     rules = [{"id": r, "shortDescription": {"text": catalogue[r].title}, "help": {"text": catalogue[r].fix},
               "defaultConfiguration": {"level": _SARIF_LEVEL.get(catalogue[r].severity, "note")}} for r in used]
     results, artifacts, base = [], [], _file_uri(report.path)
-    archive = is_archive_name(Path(report.path)) and not Path(report.path).is_dir()  # a folder may end in .tar
+    archive = layout.is_archive_name(Path(report.path)) and not Path(report.path).is_dir()  # a folder may end in .tar
     if archive:  # the archive is artifact 0, in its folder; each file an artifact nested in it
         base = _file_uri(str(Path(report.path).parent))
         artifacts.append({"location": {"uri": urllib.parse.quote(Path(report.path).name, errors="surrogateescape"),

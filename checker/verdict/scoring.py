@@ -12,8 +12,20 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
-from trainmark.checker.read.trial_record import TrialRecord
+
+class ScoredTrial(Protocol):
+    """What scoring needs of a trial: the figures ``checker/read/trial_record.py`` recomputes from its logs
+    (a protocol, so that the verdict layer imports nothing of the reading above it)."""
+    trial: int
+    converged: bool
+    train_time_s: float | None
+    total_time_s: float | None
+    final_metric: float | None
+    train_energy_j: float | None
+    total_energy_j: float | None
+    energy_reason: str
 
 
 @dataclass
@@ -53,17 +65,27 @@ def olympic_mean(times: list[float | None], drop: int, max_not_converged: int) -
 
 
 def confidence_interval(values: list[float], level: float = 0.95) -> list[float] | None:
-    """Two-sided t-interval of the mean (None below two values)."""
+    """Two-sided t-interval of a time's mean, computed on the log scale (None below two values).
+
+    A time cannot go below zero and its spread grows with it, so the interval is the t-interval of the
+    logarithms taken back (exp): always above zero, and wider above the mean than below it. A plain
+    interval of five trials with one slow outlier reached below zero (-1262.94..1699.36 s, issue 42). Where
+    a value is not above zero (never a timed trial) the plain interval is used, held at zero."""
     if len(values) < 2:
         return None
     from scipy.special import stdtrit  # Student-t quantile (= scipy.stats.t.ppf, without its seconds of import)
 
+    quantile = float(stdtrit(len(values) - 1, 0.5 + level / 2))
+    if all(v > 0 for v in values):
+        logs = [math.log(v) for v in values]
+        half = quantile * statistics.stdev(logs) / math.sqrt(len(logs))
+        return [math.exp(statistics.fmean(logs) - half), math.exp(statistics.fmean(logs) + half)]
     mean = statistics.fmean(values)
-    half = float(stdtrit(len(values) - 1, 0.5 + level / 2)) * statistics.stdev(values) / math.sqrt(len(values))
-    return [mean - half, mean + half]
+    half = quantile * statistics.stdev(values) / math.sqrt(len(values))
+    return [max(mean - half, 0.0), max(mean + half, 0.0)]
 
 
-def score_benchmark(records: list[TrialRecord], drop: int, max_not_converged: int) -> BenchmarkScore:
+def score_benchmark(records: list[ScoredTrial], drop: int, max_not_converged: int) -> BenchmarkScore:
     score = BenchmarkScore(trials=len(records), converged=sum(r.converged for r in records))
     timed = [r for r in records if r.converged and r.train_time_s is not None]
     untimed = [r for r in records if r.converged and r.train_time_s is None]
@@ -93,7 +115,7 @@ def score_benchmark(records: list[TrialRecord], drop: int, max_not_converged: in
     return score
 
 
-def _energy(score: BenchmarkScore, timed: list[TrialRecord]) -> None:
+def _energy(score: BenchmarkScore, timed: list[ScoredTrial]) -> None:
     missing = next((r for r in timed if r.train_energy_j is None), None)
     if missing is not None:
         score.energy_reason = f"trial {missing.trial}: {missing.energy_reason}"

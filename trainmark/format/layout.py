@@ -14,6 +14,7 @@ command line apply.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 DIVISIONS = ("closed", "open")
 SYSTEMS_DIR = "systems"
@@ -100,6 +101,14 @@ def system_of(name: str) -> str | None:
 def record_parts(benchmark: str, system: str) -> tuple[str, str, str, str]:
     """The implementation record's folder below ``<division>/<submitter>/``."""
     return (BENCHMARKS_DIR, benchmark, IMPLEMENTATIONS_DIR, system)
+
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")  # what check reads
+
+
+def is_archive_name(path: Path | str) -> bool:
+    """A name ``trainmark check`` unpacks as an archive (tar forms; ``package`` writes .tar.gz)."""
+    return Path(path).name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
 def is_result_name(name: str) -> bool:
