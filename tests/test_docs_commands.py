@@ -105,7 +105,7 @@ def _shell_lines(path: Path, with_output: bool = False):
 
 def _trainmark_argv(tokens: list[str]) -> tuple | None:
     """What follows the `trainmark` program in a shell command, or None when it does not run trainmark."""
-    if tokens[:1] == ["trainmark"]:
+    if tokens and tokens[0] in ("trainmark", ".venv/bin/trainmark"):  # the README's quick start calls the venv's
         return tuple(tokens[1:])
     for i in range(len(tokens) - 1):
         if tokens[i] == "-m" and tokens[i + 1] == "trainmark" and any(
