@@ -174,7 +174,8 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
     trials_check.check_seeds(ordered, findings)
     trials_check.check_targets(ordered, folder.rel, rules, findings)
     trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
-    telemetry = energy.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings)  # ENERGY-, TELEMETRY-
+    telemetry = energy.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings,  # ENERGY-, TELEMETRY-
+                                       rules.max_init_seconds.get(division))
     trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
     trials_check.check_trial_outcomes(ordered, findings)
     curve.check_curves(ordered, rules, division, findings)

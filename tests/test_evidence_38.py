@@ -24,3 +24,102 @@ def test_an_mlperf_run_logging_open_under_a_closed_system_is_mlperf_018(tmp_path
     found = [f for f in report.findings if f.rule == "MLPERF-018"]
     assert report.exit_code == 1 and found and found[0].file.endswith("resnet/result_0.txt")
     assert "'open'" in found[0].message and found[0].severity == "error"
+
+
+@pytest.fixture
+def ex(tmp_path):
+    import forge
+
+    return forge.example(tmp_path)
+
+
+def _check(root, capsys):
+    import forge
+
+    rc, report = forge.check(root, capsys, "--no-reevaluate")
+    return rc, forge.error_codes(report), report
+
+
+def test_the_untouched_example_has_no_issue_38_finding(ex, capsys):
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 0 and not errors
+    assert not {f["rule"] for f in report["findings"]} & {"TELEMETRY-007", "WORK-008", "ENERGY-007", "ENERGY-008",
+                                                          "ENERGY-009", "WORK-006", "WORK-007", "WORK-009"}
+
+
+def test_run_start_moved_into_the_training_with_the_epochs_squeezed_is_telemetry_007(ex, capsys):
+    """init_stop and run_start moved 43 % into the real training, every logged window squeezed into the rest
+    (summaries and epochs.log recomputed), telemetry untouched: 69 s instead of 122 s."""
+    import forge
+
+    bench = forge.bench_dir(ex)
+    for k in range(1, 6):
+        def squeeze(records):
+            start = forge.record(records, "run_start")["time_ms"]
+            stop = forge.record(records, "run_stop")["time_ms"]
+            moved = start + round((stop - start) * 0.43)
+            for r in records:
+                if r["key"] in ("init_stop", "run_start") or r["time_ms"] > start:
+                    r["time_ms"] = moved + round((max(r["time_ms"], start) - start) * 0.57)
+        forge.edit_records(bench / f"result_{k}.txt", squeeze)
+        forge.resummarize(bench, k)
+    forge.rewrite_epochs_log(bench)
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "TELEMETRY-007" in errors
+    assert report["benchmarks"][0]["score"]["mean_train_time_s"] < 75   # what the forgery would have scored
+
+
+def test_another_trials_telemetry_shifted_onto_this_trial_is_telemetry_007(ex, capsys):
+    import forge
+
+    bench = forge.bench_dir(ex)
+    own = forge.read_records(bench / "result_1.txt")[0]["time_ms"]
+    other = forge.read_records(bench / "result_2.txt")[0]["time_ms"]
+    lines = (bench / "trial_2" / "telemetry.csv").read_text().splitlines()
+    shifted = [lines[0], *(f"{int(x.split(',')[0]) - other + own}" for x in lines[1:])]
+    (bench / "trial_1" / "telemetry.csv").write_text("\n".join(shifted) + "\n")
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "TELEMETRY-007" in errors
+    assert all("trial_1/" in f["file"] for f in report["findings"] if f["rule"] == "TELEMETRY-007")
+
+
+def _measured(tmp_path):
+    from test_evidence_energy_telemetry import measured
+
+    return measured(tmp_path)
+
+
+def test_a_measured_domains_power_column_renamed_is_energy_007(tmp_path, capsys):
+    root, bench = _measured(tmp_path)
+    path = bench / "trial_3" / "telemetry.csv"
+    path.write_text(path.read_text().replace("package-0.power_w", "package-0.watts_w", 1))
+    rc, errors, report = _check(root, capsys)
+    assert rc == 1 and "ENERGY-007" in errors
+    assert [f["file"] for f in report["findings"] if f["rule"] == "ENERGY-007"] == [
+        "closed/trainmark/results/2xcpu-epyc-zen3/resnet-mini/trial_3/telemetry.csv"]
+
+
+def test_a_measured_domain_declared_out_of_the_total_is_energy_008(tmp_path, capsys):
+    import forge
+
+    root, bench = _measured(tmp_path)
+    forge.edit_records(bench / "result_2.txt",
+                       lambda records: forge.record(records, "trainmark_energy_domains")["value"]["package-0"].update(
+                           in_total=False))
+    rc, errors, _ = _check(root, capsys)
+    assert rc == 1 and "ENERGY-008" in errors
+
+
+def test_every_reading_null_under_a_measured_method_is_energy_009(ex, capsys):
+    import forge
+
+    bench = forge.bench_dir(ex)
+
+    def claim(records):
+        forge.record(records, "trainmark_energy_method")["value"] = "measured-counter"
+        for d in forge.record(records, "trainmark_energy_domains")["value"].values():
+            d.update(method="measured-counter", reason=None)
+    forge.edit_records(bench / "result_4.txt", claim)
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "ENERGY-009" in errors
+

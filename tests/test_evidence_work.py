@@ -181,7 +181,7 @@ def test_times_forged_consistently_faster_are_caught_by_the_telemetry_clock(ex, 
                   for r in records if r["key"] == "eval_accuracy"]
     (bench / "epochs.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     rc, errors, _ = _errors(ex, capsys)
-    assert rc == 1 and errors == {"TELEMETRY-006"}
+    assert rc == 1 and errors == {"TELEMETRY-006", "TELEMETRY-007"}  # 007: the epoch rows no longer line up
 
 
 @pytest.mark.parametrize("batch, expected", [(192, "CONVERGE-004"), (96, "CONVERGE-003"), (512, "CONVERGE-003")])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from trainmark.checker.checks import evidence_energy, evidence_timeline
 from trainmark.checker.checks import telemetry as telemetry_check
 from trainmark.checker.read.json_file import nesting_depth
 from trainmark.checker.read.safefs import JSON_CAP, SafeTree
@@ -104,7 +105,8 @@ def _join(*parts: str) -> str:
 
 
 def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, list[Event]],
-                    trial_dirs: dict[int, str], findings: Findings) -> dict[int, telemetry_check.Series]:
+                    trial_dirs: dict[int, str], findings: Findings, max_init_s: float | None = None
+                    ) -> dict[int, telemetry_check.Series]:
     """Every trial's energy domains and figures and, where the trial folder has one, its telemetry file
     (required from result format 2 on) and the power it records; returns each readable telemetry series
     by trial (the time checks read its interference evidence)."""
@@ -121,8 +123,11 @@ def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, 
         series = telemetry_check.check_trial(events, tree, trial_rel, findings,
                                              required=_format_version(trial, events) >= 2,
                                              period_s=_period(trial))
+        evidence_energy.check_trial(events, series, rel, _join(trial_rel, telemetry_check.FILE_NAME), findings)
         if series is not None:
             series_by_trial[k] = series
+            evidence_timeline.check_coverage(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings,
+                                             max_init_s)  # TELEMETRY-007
             check_power(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings)
     return series_by_trial
 

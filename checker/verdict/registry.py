@@ -90,6 +90,8 @@ EMITTING_MODULES: list[str] = [
     "trainmark.checker.checks.reeval",
     "trainmark.checker.checks.evidence_interference",
     "trainmark.checker.mlperf.division",
+    "trainmark.checker.checks.evidence_timeline",
+    "trainmark.checker.checks.evidence_energy",
 ]
 
 
