@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 from hypothesis import given, settings
@@ -40,11 +41,24 @@ def test_olympic_mean_equals_mlperf_summarizer(times, dropped, max_dropped):
     assert (ours is None and theirs is None) or ours == pytest.approx(theirs)
 
 
-def test_confidence_interval_uses_the_t_distribution():
-    low, high = confidence_interval([10.0, 12.0, 14.0])
-    half = 4.302652729911275 * 2.0 / math.sqrt(3)  # t(0.975, 2 dof) from tables
-    assert (low, high) == pytest.approx((12 - half, 12 + half))
+def test_confidence_interval_uses_the_t_distribution_on_the_log_scale():
+    values = [10.0, 12.0, 14.0]
+    low, high = confidence_interval(values)
+    logs = [math.log(v) for v in values]
+    half = 4.302652729911275 * statistics.stdev(logs) / math.sqrt(3)  # t(0.975, 2 dof) from tables
+    centre = statistics.fmean(logs)
+    assert (low, high) == pytest.approx((math.exp(centre - half), math.exp(centre + half)))
     assert confidence_interval([5.0]) is None
+
+
+def test_a_times_interval_never_goes_below_zero():
+    """Five trials with one slow outlier: the plain t-interval was -1262.94..1699.36 s (issue 42)."""
+    values = [60.0, 61.0, 62.0, 63.0, 1950.0]
+    plain_half = 2.7764451051977987 * statistics.stdev(values) / math.sqrt(5)
+    assert statistics.fmean(values) - plain_half < 0  # what the plain interval gave
+    low, high = confidence_interval(values)
+    assert 0 < low < min(values) and high > statistics.fmean(values)
+    assert confidence_interval([0.0, 0.0, 30.0])[0] == 0.0  # not all above zero: plain, held at zero
 
 
 def record(k, train, converged=True, energy=100.0, metric=0.92):
