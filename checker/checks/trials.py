@@ -1,8 +1,8 @@
 """Rules over all trials of a benchmark: numbering, count, seeds, target, hyperparameters."""
 from __future__ import annotations
 
+from trainmark.checker.mlperf.compliance_rules import HPARAM_003
 from trainmark.checker.read.trial_record import TrialRecord
-from trainmark.checker.verdict.codes import HPARAM_003
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.format import layout, mllog

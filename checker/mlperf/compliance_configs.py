@@ -27,10 +27,20 @@ import yaml
 from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
-from trainmark.checker.verdict.codes import SECURITY_001
 from trainmark.checker.verdict.findings import Findings
+from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
 from trainmark.format.layout import DIVISIONS
+
+SECURITY_001 = rule(
+    "SECURITY-001", ERROR, "a logged value would make the compliance engine load a file that is not a shipped config "
+    "(refused, never opened; the file is not run through the engine)",
+    fix="log the division ('closed'/'open'), the benchmark and other names as plain names: a value never names a file",
+    why="mlperf-logging's engine loads config files named by logged values (division, benchmark); a value naming "
+    "another file would make it read or run that file, so the checker refuses before the engine starts and the file is "
+    "not evaluated. It proves only the value is not a plain name.",
+    bad="submission_division '../../../tmp/evil'",
+    good="submission_division 'closed'", module=__name__)
 
 MLPERF_CONFIG_DIR = os.path.dirname(os.path.abspath(mlp_compliance.__file__))  # as the engine joins paths
 _MLPERF_CONFIG = re.compile(r"(?:training|hpc)_\d+\.\d+\.\d+(?:_warn)?/[A-Za-z0-9_]+\.yaml")

@@ -18,7 +18,6 @@ from typing import Any
 
 import yaml
 
-from trainmark.checker.verdict.codes import HPARAM_003
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.files import write_text_atomic
 from trainmark.format import labels, layout, mllog
@@ -39,6 +38,13 @@ HPARAM_002 = rule(
     "judged. It proves the record is missing or ambiguous, not the value used.",
     bad="no opt_base_learning_rate record",
     good="one record of every hyperparameter the rules name", module=__name__)
+HPARAM_003 = rule(
+    "HPARAM-003", ERROR, "the precision is not one the rules allow",
+    fix="use a precision the rules list (fp32, amp-bf16 or amp-fp16 where 'amp' is allowed)",
+    why="The rules list the precisions a benchmark may train in (fp32, or amp where allowed); another one changes the "
+    "arithmetic the time is measured with. It checks the logged precision only.",
+    bad="trainmark_precision 'fp8' under rules allowing fp32",
+    good="trainmark_precision 'fp32'", module=__name__)
 TARGET_001 = rule(
     "TARGET-001", ERROR, "run_stop's status disagrees with the last metric and the target",
     fix="status is 'success' exactly when the last evaluation reached the target",

@@ -24,7 +24,7 @@ from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.checker.mlperf import rcp
-from trainmark.checker.mlperf.compliance_configs import choosing_value_problems, refused_findings
+from trainmark.checker.mlperf.compliance_configs import SECURITY_001, choosing_value_problems, refused_findings
 from trainmark.checker.mlperf.division import check_logged_division
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.mlperf.power import power_problems
@@ -32,7 +32,6 @@ from trainmark.checker.mlperf.seeds import seed_problems
 from trainmark.checker.read.levels import BenchmarkFolder
 from trainmark.checker.read.mllog_read import read_events
 from trainmark.checker.read.safefs import HOSTILE_007, JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.verdict.codes import SECURITY_001
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.checker.verdict.scoring import olympic_mean

@@ -77,6 +77,7 @@ EMITTING_MODULES: list[str] = [
     "trainmark.checker.checks.trials",
     "trainmark.checker.checks.trial_json",
     "trainmark.checker.mlperf.compliance_rules",
+    "trainmark.checker.mlperf.compliance_configs",
     "trainmark.checker.checks.curve",
     "trainmark.checker.checks.work_time",
     "trainmark.checker.checks.distinct",
