@@ -1,0 +1,61 @@
+"""The shell scripts a new user runs first (issue 39): scripts/env.sh picks the interpreter, mini_suite.sh checks
+its BENCHMARKS against the rules and prints the suite's line per trial. The install itself (minutes of pip) is
+run from a fresh clone by hand, not here."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "scripts").glob("*.sh")) + [ROOT / ".ci" / "run"]
+
+
+def _bash(script: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VIRTUAL_ENV")}
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**clean, **env}, cwd=ROOT)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_every_script_parses(script):
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+
+
+def test_env_uses_a_python_pip_may_install_into(tmp_path):
+    """$PYTHON in a virtual environment is used as it is, with -P; a PEP 668 system Python only makes .venv."""
+    here = _bash('source scripts/env.sh; echo "$PY|$PY_FLAGS"', PYTHON=sys.executable)
+    assert here.stdout.strip() == f"{sys.executable}|-P"
+    managed = tmp_path / "managed-python"  # answers as a Python marked EXTERNALLY-MANAGED would
+    managed.write_text("#!/bin/sh\nexit 1\n")
+    managed.chmod(0o755)
+    chosen = _bash('source scripts/env.sh; echo "$PY|$TRAINMARK_BASE_PYTHON"', PYTHON=str(managed))
+    venv = ROOT / ".venv" / "bin" / "python"
+    assert chosen.stdout.strip() == f"{venv if venv.exists() else ''}|{managed}"
+
+
+def test_mini_suite_refuses_a_benchmark_the_rules_do_not_calibrate():
+    done = _bash("bash scripts/mini_suite.sh", PYTHON=sys.executable, INSTALL="0", BENCHMARKS="resnet-mini resnet50")
+    assert done.returncode == 2
+    assert "resnet50 is not a calibrated mini benchmark; choose from: ds2-mini inception-mini" in done.stderr
+    assert "mini suite: wall time 0:00:" in done.stderr and "no install), exit status 2" in done.stderr
+
+
+def test_mini_suite_prints_the_suite_line_after_each_trial():
+    """suite_lines (scripts/mini_suite.sh) passes a run's stderr on and counts its 'trial k of N:' lines."""
+    fake_run = ('{ echo banner; echo "trial 1 of 2: converged after 5 epochs"; echo "  trial 2, epoch 1"; '
+                'echo "trial 2 of 2: converged after 5 epochs"; } >&2; echo TABLE; exit 130')
+    script = ("set -o pipefail\n"  # as mini_suite.sh runs: the run's status, not the filter's
+              "hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }\n"
+              "eval \"$(sed -n '/^suite_lines() {/,/^}/p' scripts/mini_suite.sh)\"\n"
+              "COUNT=$(mktemp); echo 0 > $COUNT; TOTAL=4; SUITE_START=$(( $(date +%s) - 100 ))\n"
+              f"rc=0; {{ ( {fake_run} ) 2>&1 1>&3 | suite_lines; }} 3>&1 || rc=$?; rm -f $COUNT; echo rc=$rc\n")
+    done = _bash(script)
+    assert done.stdout.split() == ["TABLE", "rc=130"]  # the run's stdout untouched, its exit status kept
+    lines = done.stderr.splitlines()
+    assert lines[:2] == ["banner", "trial 1 of 2: converged after 5 epochs"]
+    assert lines[2].startswith("mini suite: 1 of 4 trials done, 0:01:4") and "ETA 0:05:" in lines[2]
+    assert lines[5].startswith("mini suite: 2 of 4 trials done") and len(lines) == 6
