@@ -12,7 +12,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from trainmark.checker.checks import conformity, curve, distinct, energy, ranks, work_time
+from trainmark.checker.checks import conformity, curve, distinct, energy, evidence_work, ranks, work_time
 from trainmark.checker.checks import mllog as mllog_check
 from trainmark.checker.checks import trials as trials_check
 from trainmark.checker.checks.agreement import check_agreement
@@ -34,6 +34,7 @@ from trainmark.checker.verdict.scoring import score_benchmark
 from trainmark.format import layout, mllog
 from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
 from trainmark.format.mllog_read import Event
+from trainmark.rules import reference_work
 from trainmark.rules.ruleset import BenchmarkRules
 
 LAYOUT_006 = rule(
@@ -77,6 +78,7 @@ class TrainmarkContext:
     compliance_dir: Path
     notes: list[str] = field(default_factory=list)
     _configs: dict = field(default_factory=dict)
+    systems: dict = field(default_factory=dict)     # (submitter, system) -> its system description (or None)
 
     def compliance_file(self, rules: BenchmarkRules, division: str) -> str:
         key = (rules.name, rules.version, division, str(rules.path))
@@ -296,8 +298,10 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
         summary = check_trial_json(tree, _join(trial_rel, layout.TRIAL_JSON), records.get(k), names, rules, findings)
         other_load[k] = summary.get("other_cpu_load_pct") if summary else None
         if records.get(k) is not None:
+            derived = evidence_work.derive(records[k], events_by_trial.get(k, []), summary, _work(rules), division,
+                                           _system(folder, ctx), findings)  # WORK-006/007/009
             work_time.check_trial(events_by_trial.get(k, []), records[k], summary, rules, findings,
-                                  (telemetry or {}).get(k))
+                                  (telemetry or {}).get(k), derived)
         structure_rel = _join(trial_rel, layout.STRUCTURE_FILE)
         desc, text = conformity.read_structure(tree, structure_rel, findings)
         model_rel = _join(trial_rel, layout.MODEL_FILE)
@@ -311,13 +315,30 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
         if record is not None:
             conformity.check_logged_model(record, desc, structure_rel, findings)
         if reference is not None:
-            conformity.check_reference(desc, text, reference, division, structure_rel, record, findings, rules)
+            conformity.check_reference(desc, text, reference, division, structure_rel, record, findings)
         baseline = baseline or (k, desc["fingerprint"])
         if baseline[1] != desc["fingerprint"]:
             findings.add(CONFORM_007, structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
                          expected=baseline[1], seen=desc["fingerprint"])
     distinct.check_weights_distinct(digests, {k: r.value(mllog.SEED) for k, r in records.items()}, findings)
     return other_load
+
+
+def _work(rules: BenchmarkRules) -> dict | None:
+    """The benchmark's entry of its rules version's reference-work.json (None: that rules folder has none)."""
+    table = reference_work.load(rules.version, rules.path.parent.parent)
+    return table.get(rules.name) if table else None
+
+
+def _system(folder: BenchmarkFolder, ctx: TrainmarkContext) -> dict | None:
+    desc = ctx.systems.get((folder.submitter, folder.system))
+    if not isinstance(desc, dict):
+        note = "WORK-002 (a time above the peak) not judged: the system description lies outside the checked " \
+               "folder or is unreadable; check the submitter folder"
+        if note not in ctx.notes:
+            ctx.notes.append(note)
+        return None
+    return desc
 
 
 def _check_trial_entries(tree: SafeTree, trial_rel: str, findings: Findings) -> None:

@@ -50,6 +50,7 @@ class Interference:
     other_pct: float | None     # other processes' plus the hypervisor's share of the CPUs, time-weighted
     throttled: float | None     # share of the window's time with an accelerator throttle reason
     freq_mhz: float | None      # the mean CPU clock
+    run_pct: float | None = None  # the run's own share of the CPUs (run.cpu_pct), time-weighted
 
     def no_more_than(self, other: "Interference") -> bool:
         """True when this window was at most as disturbed as ``other`` (within the margins); a measure
@@ -90,7 +91,8 @@ def measure(series, intervals: list[tuple[float, float]]) -> Interference:
                 for row in zip(*series.throttle.values())]
         throttled = _mean(series, bits, intervals)
     freq = _mean(series, series.freq_mhz, intervals) if series.freq_mhz is not None else None
-    return Interference(other, throttled, freq)
+    run = _mean(series, series.run_cpu, intervals) if series.run_cpu is not None else None
+    return Interference(other, throttled, freq, run)
 
 
 def _mean(series, values: list[float | None], intervals: list[tuple[float, float]]) -> float | None:
@@ -102,6 +104,28 @@ def comparable_median(seconds: dict[int, float], disturbed: dict[int, Interferen
     """The median time of the epochs no more disturbed than ``epoch`` (itself included)."""
     mine = disturbed.get(epoch, NONE)
     return statistics.median(s for e, s in seconds.items() if disturbed.get(e, NONE).no_more_than(mine))
+
+
+def cpu_work(seconds: dict[int, float], disturbed: dict[int, Interference]) -> dict[int, float] | None:
+    """Each window's CPU time in the run's share (run.cpu_pct x seconds): the same work costs about the same
+    CPU time however long others made it wait, while a window whose time was cut holds less. None unless
+    every window has it."""
+    work = {e: disturbed[e].run_pct * s for e, s in seconds.items()
+            if e in disturbed and disturbed[e].run_pct is not None}
+    return work if len(work) == len(seconds) and any(work.values()) else None
+
+
+def share_cause(seconds: dict[int, float], disturbed: dict[int, Interference], epoch: int, slower_than: float
+                ) -> str:
+    """In words: the run got less of the CPUs in the slower windows, its CPU time per window agreeing."""
+    slow = [e for e in seconds if seconds[e] > slower_than and disturbed[e].run_pct is not None]
+    if not slow:
+        return ""
+    share = statistics.mean(disturbed[e].run_pct for e in slow)
+    others = [disturbed[e].other_pct for e in slow if disturbed[e].other_pct is not None]
+    busy = f" while other processes used {statistics.mean(others):.0f} %" if others else ""
+    return (f"the run got {share:.1f} % of the CPUs in epoch(s) {', '.join(map(str, sorted(slow)))}{busy}, against "
+            f"{disturbed[epoch].run_pct:.1f} % in epoch {epoch}: the same CPU time took longer")
 
 
 def explain(seconds: dict[int, float], disturbed: dict[int, Interference], epoch: int, slower_than: float

@@ -93,6 +93,7 @@ EMITTING_MODULES: list[str] = [
     "trainmark.checker.mlperf.division",
     "trainmark.checker.checks.evidence_timeline",
     "trainmark.checker.checks.evidence_energy",
+    "trainmark.checker.checks.evidence_work",
 ]
 
 

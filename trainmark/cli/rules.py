@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.text import Text
 
 from trainmark import rules as rules_package
+from trainmark.cli import rules_evidence
 from trainmark.cli.arguments import known_benchmark, version_arguments
 from trainmark.cli.arguments import rules_dir as check_rules_dir
 from trainmark.errors import UserError
@@ -83,6 +84,7 @@ def register(sub) -> None:
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when the file is stale")
     version_arguments(p)
     p.set_defaults(func=cmd_code_hashes)
+    rules_evidence.register(rsub)  # peaks, flops: what the checker derives a trial's work and peak from
 
 
 COMPLIANCE_DESCRIPTION = """\

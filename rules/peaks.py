@@ -1,0 +1,75 @@
+"""The sourced peak FLOP rates, as data the checker may read: ``rules/peaks.json`` (issue 38).
+
+harness/measure/peaks.py holds the table the harness divides achieved TFLOPS by (datasheet figures with
+their sources, CPU FLOPs per cycle per instruction set). The checker may not import the harness (the
+layers, docs/architecture.md), and a peak a submission writes into trial.json is the submitter's word, so
+``trainmark rules peaks`` writes the same table here as JSON (a test fails when they drift), and WORK-002
+judges an epoch against the peak of the accelerator the system description names.
+
+For a CPU the system description gives no instruction sets, so the bound is the highest FLOPs per cycle any
+instruction set of the table reaches for the precision (AVX-512's 64 for fp32, AMX's 1024 for bf16/fp16):
+an upper bound, which is what "physically impossible" needs.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainmark.rules.ruleset import RULES_ROOT
+
+PEAKS_FILE = RULES_ROOT / "peaks.json"
+MAX_NAME = 200   # a device name from a submission, clipped before any regex sees it
+# the dtypes a run's precision may execute in (fp32 on NVIDIA may run as tf32: the higher bounds it)
+PRECISION_DTYPES = {"fp32": ("fp32", "tf32"), "amp-bf16": ("bf16",), "amp-fp16": ("fp16",), "bf16": ("bf16",),
+                    "fp16": ("fp16",), "amp": ("bf16", "fp16")}
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The bound WORK-002 judges against: TFLOP/s of the whole system, and how it was found."""
+    tflops: float
+    source: str
+
+
+class PeakTable:
+    def __init__(self, data: dict):
+        self.devices = data["devices"]
+        self.cpu_flops_per_cycle: dict[str, list] = data["cpu_flops_per_cycle"]
+        self._patterns = [(re.compile(d["match"]), d) for d in self.devices]
+
+    def device(self, name: str) -> dict | None:
+        """The entry of an accelerator named like torch/the system description names it; None if unknown."""
+        norm = re.sub(r"[-_]", " ", name[:MAX_NAME].strip().lower())
+        return next((d for pattern, d in self._patterns if pattern.search(norm)), None)
+
+    def device_peak(self, name: str, precision: str, count: int) -> Peak | None:
+        entry = self.device(name)
+        rates = [entry["tflops"][d] for d in _dtypes(precision) if d in entry["tflops"]] if entry else []
+        if not rates:
+            return None
+        return Peak(max(rates) * count, f"{count} x {entry['name']} at {max(rates):g} TFLOPS ({entry['source']})")
+
+    def cpu_peak(self, cores: int, ghz: float, precision: str) -> Peak | None:
+        per_cycle = [fpc for d in _dtypes(precision) for _, fpc in self.cpu_flops_per_cycle.get(d, ())]
+        per_cycle += [fpc for _, fpc in self.cpu_flops_per_cycle.get("fp32", ())]  # no bf16 ISA: fp32 rate
+        best = max(per_cycle, default=0)
+        if not best or cores <= 0 or ghz <= 0:
+            return None
+        return Peak(cores * ghz * best / 1000, f"{cores} cores x {ghz:g} GHz x {best} FLOP/cycle (the most any "
+                                                f"instruction set of the table does for {precision})")
+
+
+def _dtypes(precision: str) -> tuple[str, ...]:
+    return PRECISION_DTYPES.get(precision, ("fp32", "tf32", "bf16", "fp16"))
+
+
+def load(path: Path = PEAKS_FILE) -> PeakTable:
+    return PeakTable(json.loads(path.read_text(encoding="utf-8")))
+
+
+def render(devices: list[dict], cpu_flops_per_cycle: dict) -> str:
+    """The text of rules/peaks.json (``trainmark rules peaks`` writes it from harness/measure/peaks.py)."""
+    return json.dumps({"written_by": "trainmark rules peaks (from trainmark.harness.measure.peaks)",
+                       "devices": devices, "cpu_flops_per_cycle": cpu_flops_per_cycle}, indent=1) + "\n"
