@@ -315,7 +315,7 @@ def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, st
         if record is not None:
             conformity.check_logged_model(record, desc, structure_rel, findings)
         if reference is not None:
-            conformity.check_reference(desc, text, reference, division, structure_rel, record, findings)
+            conformity.check_reference(desc, text, reference, division, structure_rel, record, findings, rules)
         baseline = baseline or (k, desc["fingerprint"])
         if baseline[1] != desc["fingerprint"]:
             findings.add(CONFORM_007, structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",

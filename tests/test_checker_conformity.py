@@ -119,9 +119,24 @@ def test_conform_003_open_division_reports_differences(root):
     report = check_path(root / "open", TINY)
     (finding,) = findings(report, "CONFORM-003")
     assert finding.severity == "info"
-    assert f"{desc['parameter_count']} parameters (reference {reference['parameter_count']})" in finding.message
+    assert f"{desc['parameter_count']:,} parameters, " in finding.message
+    assert f"the reference resnet-mini: {reference['parameter_count']:,} parameters" in finding.message
+    assert finding.file == "acme/results/sys1/resnet-mini"  # the benchmark folder: named once, not per trial
     assert findings(report, "CONFORM-007")  # trial 1 now differs from the others
     assert report.exit_code == 0
+
+
+def test_conform_003_names_one_open_model_once_for_all_its_trials(root):
+    """Issue 39: the structural diff was 16 lines per trial; every trial of one model gives one finding."""
+    folder = bench(root, "open")
+    for k in range(1, 6):
+        desc = replace_model(folder / f"trial_{k}", one_layer_more())
+        for key, value in (("trainmark_model_fingerprint", desc["fingerprint"]),
+                           ("trainmark_parameter_count", desc["parameter_count"])):
+            synthetic.edit_mllog(folder / f"result_{k}.txt", key, synthetic.set_value(value))
+    (finding,) = findings(check_path(root / "open", TINY), "CONFORM-003")
+    assert finding.message.startswith(f"open-division model {desc['fingerprint'][:12]}: ")
+    assert "FLOP" in finding.message and "structural difference" in finding.message
 
 
 def test_conform_004_truncated_weights(root):

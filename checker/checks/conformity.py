@@ -200,7 +200,7 @@ def _tensor(entry: dict) -> str:
 
 
 def check_reference(desc: dict, text: str, reference: dict, division: str, rel: str, record: TrialRecord | None,
-                    findings: Findings) -> None:
+                    findings: Findings, rules=None) -> None:
     """Closed: the structure must be the reference's. Open: report how it differs."""
     from trainmark.format import structure
     framework = record.value(mllog.FRAMEWORK) if record is not None and mllog.FRAMEWORK in record.points else None
@@ -217,11 +217,29 @@ def check_reference(desc: dict, text: str, reference: dict, division: str, rel: 
                      line=_first_difference_line(text, reference, desc, kinds), expected=reference["fingerprint"],
                      seen=desc["fingerprint"])
         return
-    flops = record.value(mllog.FLOPS_PER_STEP) if record is not None else None
-    findings.add(CONFORM_003, rel, f"{desc['parameter_count']} parameters (reference "
-                 f"{reference['parameter_count']}); FLOPs per step {flops if flops is not None else 'not logged'} "
-                 "(reference: not known to the checker); " + _listed(differences),
+    findings.add(CONFORM_003, _folder_of(rel), f"open-division model {desc['fingerprint'][:12]}: "
+                 + open_model_words(desc, reference, record, rules) + "; " + _listed(differences),
                  expected=f"{reference['parameter_count']} parameters", seen=f"{desc['parameter_count']} parameters")
+
+
+def _folder_of(rel: str) -> str:
+    """The benchmark folder of ``<folder>/trial_<k>/structure.json``: an open model is named once per folder (every
+    trial of one model gives the same finding, which Findings keeps once), not once per trial."""
+    parts = rel.rsplit("/", 2)
+    return parts[0] if len(parts) == 3 else rel
+
+
+def open_model_words(desc: dict, reference: dict, record: TrialRecord | None, rules) -> str:
+    """``1,234 parameters, 0.12 GFLOP per step; the reference resnet-mini: 308,538 parameters, 5.32 GFLOP per
+    step``: the model's logged FLOPs beside the reference's shipped count at the logged batch size."""
+    from trainmark.format.model_size import beside_reference
+    from trainmark.rules.reference_work import flops_per_step
+
+    flops = record.value(mllog.FLOPS_PER_STEP) if record is not None else None
+    batch = record.value("global_batch_size") if record is not None else None
+    ref_flops = flops_per_step(rules, batch) if rules is not None else None
+    name = rules.reference_model["id"] if rules is not None else "model"
+    return beside_reference(desc.get("parameter_count"), flops, name, reference.get("parameter_count"), ref_flops)
 
 
 def _listed(differences: list[str]) -> str:
