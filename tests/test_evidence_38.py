@@ -123,3 +123,75 @@ def test_every_reading_null_under_a_measured_method_is_energy_009(ex, capsys):
     rc, errors, report = _check(ex, capsys)
     assert rc == 1 and "ENERGY-009" in errors
 
+
+def _set_value(path, key: str, value) -> None:
+    import forge
+
+    def edit(records):
+        forge.record(records, key)["value"] = value
+    forge.edit_records(path, edit)
+
+
+def test_eval_samples_raised_beside_the_rules_size_is_work_006(ex, capsys):
+    import forge
+
+    _set_value(forge.bench_dir(ex) / "result_1.txt", "eval_samples", 60000)
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "WORK-006" in errors
+    assert any("eval_samples" in f["message"] for f in report["findings"] if f["rule"] == "WORK-006")
+
+
+def test_flops_per_step_lowered_is_work_006(ex, capsys):
+    import forge
+
+    _set_value(forge.bench_dir(ex) / "result_2.txt", "trainmark_flops_per_step", 1000)
+    rc, errors, _ = _check(ex, capsys)
+    assert rc == 1 and "WORK-006" in errors
+
+
+def test_a_peak_raised_in_trial_json_is_work_006(ex, capsys):
+    import forge
+
+    forge.edit_json(forge.bench_dir(ex) / "trial_1" / "trial.json", lambda d: d.update(peak_tflops=10.0))
+    rc, errors, _ = _check(ex, capsys)
+    assert rc == 1 and "WORK-006" in errors
+
+
+def test_times_scaled_by_a_tenth_with_the_peak_deleted_are_work_002_against_the_sourced_peak(ex, capsys):
+    """The peak is the described CPU's bound from rules/peaks.json (2 cores x 2.445 GHz x 64 FLOP/cycle), so
+    deleting trial.json's peak_tflops no longer switches WORK-002 off."""
+    import forge
+
+    bench = forge.bench_dir(ex)
+
+    def scale(records):
+        t0 = forge.record(records, "run_start")["time_ms"]
+        for r in records:
+            if r["time_ms"] > t0:
+                r["time_ms"] = t0 + (r["time_ms"] - t0) // 10
+    forge.edit_records(bench / "result_3.txt", scale)
+    forge.resummarize(bench, 3)
+    forge.edit_json(bench / "trial_3" / "trial.json", lambda d: d.pop("peak_tflops"))
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "WORK-002" in errors
+    assert any("peaks.json" in f["message"] or "FLOP/cycle" in f["message"]
+               for f in report["findings"] if f["rule"] == "WORK-002")
+
+
+def _describe(ex, **fields) -> None:
+    import forge
+
+    forge.edit_json(ex / "closed" / "trainmark" / "systems" / "2xcpu-epyc-zen3.json", lambda d: d.update(fields))
+
+
+def test_an_h100_described_for_a_cpu_run_is_work_009(ex, capsys):
+    _describe(ex, accelerators_per_node="1", accelerator_model_name="NVIDIA H100 80GB HBM3")
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "WORK-009" in errors
+    assert any("a CPU run" in f["message"] for f in report["findings"] if f["rule"] == "WORK-009")
+
+
+def test_an_accelerator_the_peak_table_lacks_is_work_007_never_a_silent_pass(ex, capsys):
+    _describe(ex, accelerators_per_node="1", accelerator_model_name="FastChip 9000")
+    _, _, report = _check(ex, capsys)
+    assert any(f["rule"] == "WORK-007" and "not judged" in f["message"] for f in report["findings"])
