@@ -41,13 +41,14 @@ def tiny_reference_model():
 
 
 def trained_weights(weights: dict, seed: int) -> dict:
-    """The model's weights moved a little by the trial's seed: distinct trials have distinct weights (WORK-004)
-    and no trained tensor is constant (WORK-005)."""
+    """Each floating tensor drawn afresh from the trial's seed at the model's scale, as a seeded initialisation
+    is: distinct trials lie as far apart as real ones (WORK-004 compares tensors by value; weights moved a little
+    from one model would be a clone) and no trained tensor is constant (WORK-005)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
-    return {k: v + 1e-3 * torch.randn(v.shape, generator=generator, dtype=v.dtype) if v.is_floating_point() else v
-            for k, v in weights.items()}
+    return {k: v + (float(v.abs().mean()) + 0.1) * torch.randn(v.shape, generator=generator, dtype=v.dtype)
+            if v.is_floating_point() else v for k, v in weights.items()}
 
 
 def default_plans(rules, count: int | None = None) -> list[TrialPlan]:
