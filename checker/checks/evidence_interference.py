@@ -33,10 +33,11 @@ WORK_008 = rule(
     "WORK-008", WARNING, "a window was far faster than comparable ones, but the slower ones ran under interference "
     "(other processes on the CPUs, a throttled accelerator or a lower CPU clock): explained, not cut",
     why="An epoch more than twice as fast as the trial's median is WORK-003 (a cut time) unless the telemetry "
-    "shows the slower epochs were disturbed: then it is compared only with epochs no more disturbed than it, and "
-    "the difference the interference explains is reported as this warning, naming the cause. The telemetry is "
-    "the submitter's file: a forger who writes load into it is caught only where that load contradicts the "
-    "run's own CPU use.",
+    "shows the slower epochs were disturbed: it is compared only with epochs no more disturbed than it, and its CPU "
+    "time in the run's share (run.cpu_pct x seconds) with theirs (the same work costs the same CPU time however "
+    "long others made it wait); the difference the interference explains is this warning, naming the cause. "
+    "The telemetry is the submitter's file: a forger who writes load (or a higher run.cpu_pct) into the rows of "
+    "the epochs they cut turns WORK-003 into this warning.",
     fix="rerun on a quiet machine (no other processes, no power cap, a fixed clock) for a score that ranks the "
     "system; the warning keeps the result valid",
     bad="epochs 10 s, 10 s, 25 s, 25 s, 25 s with other processes at 2 % of the CPUs in all five (WORK-003)",
