@@ -48,7 +48,7 @@ HOSTILE_005 = rule(
     "HOSTILE-005", WARNING, "a file type that can carry code (never loaded)",
     fix="remove pickles, checkpoints and scripts from the result folder",
     why="Checkpoints, pickles and scripts can run code when opened by an unwary reviewer; the checker never loads them "
-    "and warns so they are removed. It judges the file type by name and bytes, not the content.",
+    "and warns so they are removed. It judges the file by its name (suffix) alone; nothing in it is opened.",
     bad="trial_1/checkpoint.pt",
     good="trial_1/ with model.safetensors only", module=__name__)
 RULES_001 = rule(

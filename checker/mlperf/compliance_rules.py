@@ -63,9 +63,8 @@ TARGET_004 = rule(
 TARGET_005 = rule(
     "TARGET-005", WARNING, "a trial went on after reaching the target",
     fix="stop the clock at the first evaluation that reaches the target",
-    why="The clock stops at the first evaluation that reaches the target; training on means the logged time is not "
-    "time to target (a warning: the score is still computed from the first reaching evaluation). It cannot say why the "
-    "run went on.",
+    why="The clock should stop at the first evaluation that reaches the target; a trial that trains on is timed to "
+    "its run_stop, so the extra epochs only slow its own score (a warning). It cannot say why the run went on.",
     bad="target reached at epoch 4, evaluations at epochs 5 and 6 follow",
     good="run_stop right after the epoch-4 evaluation", module=__name__)
 
