@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -40,17 +39,20 @@ def root(submission_copy):
 
 
 # -- 1. epochs.log: bounded lines, bounded malformed lines, linear time -------------------------------
-def test_epochs_log_of_64_mib_one_character_lines_is_checked_in_bounded_time(root):
+def test_epochs_log_of_64_mib_one_character_lines_is_checked_in_bounded_work(root, monkeypatch):
+    """Bounded by a count, not by seconds: of 32 Mi lines only MAX_MALFORMED are parsed (the time it takes is
+    benchmarks/hostile_epochs_log.py's: 138 s before the bound)."""
+    calls = []
+    real = epochlog.parse_line
+    monkeypatch.setattr(epochlog, "parse_line", lambda text: calls.append(text) or real(text))
     log = root / BENCH / "epochs.log"
-    log.write_bytes(b"a\n" * (32 << 20))  # 64 MiB, the checker's cap for logs: was 138 s, now well under 1 s
-    started = time.perf_counter()
+    log.write_bytes(b"a\n" * (32 << 20))  # 64 MiB, the checker's cap for logs
     report = check_path(root, TINY)
-    took = time.perf_counter() - started
     assert report.exit_code == 1
     (stop,) = [f for f in report.findings if f.rule == "EPOCHLOG-007"]
     assert stop.file == f"{BENCH}/epochs.log" and stop.line == epochs.MAX_MALFORMED + 1
     assert f"{(32 << 20) - epochs.MAX_MALFORMED} more line(s) not read" in stop.message
-    assert took < 20, f"check took {took:.1f} s"
+    assert len(calls) == epochs.MAX_MALFORMED
 
 
 def test_epochs_log_parses_no_line_after_the_bounded_number_of_malformed_ones(monkeypatch):
