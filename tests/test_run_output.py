@@ -51,7 +51,8 @@ def test_piped_output_has_no_control_characters_and_splits_table_from_messages(t
     assert not CONTROL.search(done.stdout) and not CONTROL.search(done.stderr)
     err = done.stderr
     assert "trainmark run: tiny-test (rules 1.1, closed division): target top1_accuracy >= 0.9" in err
-    assert "model tiny-test (the reference; 178 parameters), framework pytorch, device cpu" in err
+    assert "model tiny-test (the reference; 178 parameters" in err and "framework pytorch, device cpu (" in err
+    assert "precision fp32, global batch size 32" in err
     assert "3 trials, seeds 5 to 7" in err and f"results into {_bench(tmp_path / 'o')}" in err
     assert re.search(r"^trial 1 of 3: converged after \d+ epochs?, top1_accuracy 0\.\d{4}, train \d+\.\d s "
                      r"\(\d+\.\d s with evaluation\); run ETA \d:\d\d:\d\d$", err, flags=re.M), err
