@@ -148,13 +148,16 @@ def _phase(event) -> str:
     return "forward"
 
 
+OPERATOR_PREFIXES = ("aten::", "c10d::")   # the framework's operators, and the collectives of several ranks
+
+
 def _is_operator(event) -> bool:
-    """An outermost aten call: an aten event whose ancestors hold no aten event."""
-    if not event.name.startswith("aten::"):
+    """An outermost operator call: an aten (or c10d) event whose ancestors hold none."""
+    if not event.name.startswith(OPERATOR_PREFIXES):
         return False
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name.startswith("aten::"):
+        if parent.name.startswith(OPERATOR_PREFIXES):
             return False
         parent = parent.cpu_parent
     return True

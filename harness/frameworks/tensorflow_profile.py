@@ -147,12 +147,28 @@ def profiled(step: Callable[[Any], None], next_batch: Callable[[], Any], steps: 
     return space, wall, waited
 
 
+GRAPPLER_SCOPE = "/ArithmeticOptimizer/"
+GRAPPLER_RENAMES = ("FoldTransposeIntoMatMul_",)   # rewrites that keep the op's work and append its old name
+
+
+def _graph_op(node: str, ops: dict[str, Any]):
+    """The traced graph's op behind an executed node; a node Grappler rewrote by folding a transpose into a
+    matmul (``<scope>/ArithmeticOptimizer/FoldTransposeIntoMatMul_<name>``) is the matmul ``<scope>/<name>``."""
+    if node in ops or GRAPPLER_SCOPE not in node:
+        return ops.get(node)
+    scope, _, rewritten = node.partition(GRAPPLER_SCOPE)
+    for prefix in GRAPPLER_RENAMES:
+        if rewritten.startswith(prefix):
+            return ops.get(f"{scope}/{rewritten[len(prefix):]}")
+    return None
+
+
 def operators(durations: dict[str, list[float]], ops: dict[str, Any], steps: int) -> tuple[list[dict], dict]:
     """Executed ops aggregated by (type, input shapes, phase), per step; the join's counts."""
     rows: dict[tuple, dict] = {}
     matched = total = 0
     for node, times in durations.items():
-        op = ops.get(node)
+        op = _graph_op(node, ops)
         record = _op_record(op) if op is not None else None
         kind = op.type if op is not None else "unmatched"
         total += len(times)
