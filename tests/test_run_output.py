@@ -128,6 +128,17 @@ def test_too_many_missed_targets_exit_1_with_one_line_saying_so(tmp_path, capsys
     assert re.search(r"^trial 2 of 2: missed the target after 6 epochs", err, flags=re.M)
 
 
+def test_a_crash_exits_1_with_one_line_naming_the_error_and_where_its_traceback_is(tmp_path, capsys, monkeypatch):
+    (tmp_path / "broken.py").write_text("def build():\n    raise RuntimeError('model code is broken')\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(_args(tmp_path / "o", "--seed", "5", "--trials", "1", "--division", "open", "--model",
+                      "broken:build", "-q")) == 1
+    err = capsys.readouterr().err
+    trial_json = tmp_path / "o" / "open" / "ci" / "results" / "box" / "tiny-test" / "trial_1" / "trial.json"
+    assert f"trainmark run: trial 1 crashed: RuntimeError: model code is broken (traceback: {trial_json})" in err
+    assert "Traceback (most recent call last)" not in err and "Traceback" in trial_json.read_text()
+
+
 def test_a_wrong_call_exits_2_before_anything_is_written(tmp_path, capsys):
     assert main(_args(tmp_path, "--trials", "0")) == 2
     assert "error:" in capsys.readouterr().err and not (tmp_path / "closed").exists()

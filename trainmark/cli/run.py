@@ -13,6 +13,7 @@ from rich.table import Table
 
 from trainmark.cli.arguments import run_arguments, run_options
 from trainmark.errors import UserError
+from trainmark.format import layout
 from trainmark.outputs import table_console
 
 if TYPE_CHECKING:  # the harness imports torch: only the commands that train load it
@@ -94,7 +95,10 @@ def cmd_run(args) -> int:
         print(interrupted_message(stop, args), file=sys.stderr)
         return 130
     for k, r in summary.crashed.items():  # a crash is never an allowed miss: say which, and fail the run
-        print(f"trainmark run: trial {k} {r.status}" + (f": {r.error}" if r.error else ""), file=sys.stderr)
+        first = r.error.strip().splitlines()[0] if r.error and r.error.strip() else ""
+        where = f" (traceback: {summary.bench_dir / layout.trial_dir(k) / layout.TRIAL_JSON})" \
+            if "\n" in r.error.strip() else ""
+        print(f"trainmark run: trial {k} {r.status}" + (f": {first}{where}" if first else ""), file=sys.stderr)
     if args.quiet:
         print(f"{summary.bench_dir}: {summary.verdict()}", flush=True)
     else:
