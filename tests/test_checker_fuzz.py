@@ -1,6 +1,7 @@
 """Property tests: mutated logs and headers give findings, never exceptions."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -114,12 +115,20 @@ def test_safetensors_header_parser_raises_only_header_errors(raw, size):
 @FAST
 @given(data=st.data())
 def test_mutated_safetensors_header(clean, data):
-    blob = data.draw(mutated(clean["header"][:600]))
-    length = int.from_bytes(blob[:8].ljust(8, b"\0"), "little")
+    """A mutated header is refused as CONFORM-004 naming the file, or read as exactly the tensors its JSON
+    names, each with a dtype and shape; the unmutated header reads as the trained model's tensors."""
+    length = int.from_bytes(clean["header"][:8], "little")
+    original, data_size = clean["header"][8:8 + length], len(clean["header"]) - 8 - length
+    assert set(parse_header(original, data_size)) == set(json.loads(original)) - {"__metadata__"} != set()
+    blob = data.draw(mutated(original))
     try:
-        parse_header(blob[8:8 + length] if length < 10_000 else blob[8:], len(clean["header"]) - 8 - length)
-    except HeaderError:
-        pass
+        table = parse_header(blob, data_size)
+    except HeaderError as exc:
+        assert exc.rule == "CONFORM-004" and exc.message.startswith("model.safetensors")
+    else:
+        named = json.loads(blob.decode("utf-8"))
+        assert set(table) == set(named) - {"__metadata__"}
+        assert all(set(e) == {"dtype", "shape"} and all(d >= 0 for d in e["shape"]) for e in table.values())
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

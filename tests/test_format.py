@@ -1,6 +1,7 @@
 """The result format has one owner (trainmark.format): the harness writes through it, the checker
 reads through it, the compliance config takes its lists from it, and the checker needs no harness."""
 import json
+import logging
 import subprocess
 import sys
 
@@ -79,12 +80,24 @@ def test_writer_writes_the_documented_boundaries_and_the_reader_reads_them_back(
     assert by_key["seed"].metadata["file"] == "tests/test_format.py"
 
 
-def test_a_writer_without_a_path_writes_nothing(tmp_path):
-    log = mllog.TrialLogWriter(None)
-    log.header(1, benchmark="b", division="closed", org="o", platform="p", rules_version="1.0", trial=1)
-    log.boundary(mllog.RUN_START, 1, energy_j=1.0)
-    log.close()
-    assert list(tmp_path.iterdir()) == []
+def test_a_writer_without_a_path_writes_nothing(tmp_path, monkeypatch, capsys):
+    """Every record any logging handler is handed is seen (the control with a path proves the spy sees them);
+    without a path none is, nothing lands in the working folder and nothing is printed."""
+    handled = []
+    real = logging.Handler.handle
+    monkeypatch.setattr(logging.Handler, "handle", lambda self, record: handled.append(record) or real(self, record))
+    monkeypatch.chdir(tmp_path)
+
+    def write(path):
+        log = mllog.TrialLogWriter(path)
+        log.header(1, benchmark="b", division="closed", org="o", platform="p", rules_version="1.0", trial=1)
+        log.boundary(mllog.RUN_START, 1, energy_j=1.0)
+        log.close()
+
+    write(None)
+    assert handled == [] and list(tmp_path.iterdir()) == [] and capsys.readouterr() == ("", "")
+    write(tmp_path / "result_1.txt")
+    assert len(handled) > 2 and (tmp_path / "result_1.txt").read_text().count(mllog.PREFIX) == len(handled)
 
 
 def test_reader_skips_lines_that_are_not_records(tmp_path):

@@ -51,9 +51,16 @@ def test_each_batch_size_is_judged_against_its_own_reference(tmp_path):
 
 def test_mixed_precision_across_trials_is_an_error_in_closed(submission_copy):
     bench = submission_copy / BENCH
+    clean = check_path(submission_copy, TINY)
     synthetic.edit_mllog(bench / "result_2.txt", "trainmark_precision", lambda r: {**r, "value": "amp-bf16"})
     report = check_path(submission_copy, TINY)
-    assert any(f.rule == "HPARAM-004" and f.file.endswith("result_2.txt") for f in report.findings)
+    (f,) = [f for f in report.findings if f.rule == "HPARAM-004"]
+    assert (f.severity, f.file) == ("error", f"{BENCH}/result_2.txt") and "amp-bf16" in f"{f.message} {f.seen}"
+    errors = [(e.rule, e.file) for e in report.findings if e.severity == "error"]
+    before = [(e.rule, e.file) for e in clean.findings if e.severity == "error"]
+    new = [e for e in errors if e not in before]  # TRIALJSON-003: trial.json still says the first precision
+    assert report.exit_code == 1 and ("HPARAM-004", f.file) in new and {r for r, _ in new} <= {"HPARAM-004",
+                                                                                               "TRIALJSON-003"}
 
 
 def test_mixed_settings_in_open_division_are_a_warning(tmp_path):
