@@ -580,10 +580,7 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
             result = run_one_trial(prep, cfg, data, meter, progress, {**meta_common, "trial": k, "seed": cfg.seed})
             results.append(result)
             walls.append(time.monotonic() - began)
-            if dist.is_main and not opts.quiet:
-                eta = sum(walls) / len(walls) * (prep.trials - k) if k < prep.trials else None
-                progress.close()  # a live bar ends before the line, which stays in the scrollback
-                say(trial_line(k, prep.trials, result, rules.metric["name"], eta))
+            tell_trial(prep, progress, walls, k, result)
             if dist.world > 1 and result.status == TrialStatus.CRASHED.value:
                 break  # the process group is broken (a rank died, or collectives fell out of step): the run ends
         else:
@@ -595,6 +592,15 @@ def run_benchmark(opts: RunOptions) -> RunSummary:
         meter.stop()
     earlier = finished_results(bench_dir, list(range(1, start_at))) if dist.is_main else []
     return RunSummary(bench_dir, results, rules.scoring["max_not_converged"], start_at, earlier)
+
+
+def tell_trial(prep: Prepared, progress: TrialProgress, walls: list[float], k: int, result: TrialResult) -> None:
+    """Trial k's line with the run's ETA: the mean wall time of this process's trials times the trials left."""
+    if not prep.dist.is_main or prep.opts.quiet:
+        return
+    eta = sum(walls) / len(walls) * (prep.trials - k) if k < prep.trials else None
+    progress.close()  # a live bar ends before the line, which stays in the scrollback
+    say(trial_line(k, prep.trials, result, prep.rules.metric["name"], eta))
 
 
 class RunInterrupted(KeyboardInterrupt):
