@@ -25,10 +25,12 @@ from unittest import mock
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import code, distinct, energy, reeval, telemetry, work_time
 from trainmark.checker.checks import mllog as mllog_check
+from trainmark.checker.read import evidence
+from trainmark.checker.read.weights import read_weights
 from trainmark.harness.measure.system import cpu_model
 
 # (module, function, what the no-op returns)
-EVIDENCE = [(work_time, "check_trial", None), (distinct, "weights_digest", None),
+EVIDENCE = [(work_time, "check_trial", None), (evidence, "sample_weights", None),
             (distinct, "check_curves_distinct", None), (energy, "check_figures", None), (energy, "check_power", None),
             (telemetry, "check_span", None), (telemetry, "check_timeline", None),
             (mllog_check, "check_format_version", None), (mllog_check, "check_interrupted_attempts", None),
@@ -76,13 +78,12 @@ def main() -> int:
 def closest_pairs(folder: Path) -> None:
     """Every benchmark folder's closest pair of trials by the median relative distance of their tensors."""
     from trainmark.checker.read.safefs import SafeTree
-    from trainmark.checker.verdict.findings import Findings
 
     tree, closest = SafeTree(folder), []
     for bench in sorted({p.parent for p in folder.rglob("result_*.txt")}):
         rel = bench.relative_to(folder).as_posix()
-        weights = {int(p.parent.name.split("_")[1]): distinct.weights_digest(tree, f"{rel}/{p.parent.name}/"
-                   f"{p.name}", Findings()) for p in sorted(bench.glob("trial_*/model.safetensors"))}
+        weights = {int(p.parent.name.split("_")[1]): read_weights(tree, f"{rel}/{p.parent.name}/"
+                   f"{p.name}") for p in sorted(bench.glob("trial_*/model.safetensors"))}
         pairs = [(distinct.distance(weights[a], weights[b]), a, b) for a in weights for b in weights if a < b
                  and weights[a] is not None and weights[b] is not None]
         pairs = [p for p in pairs if p[0] is not None]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from trainmark.checker.checks import conformity, curve, distinct, energy, evidence_work, ranks, work_time
 from trainmark.checker.checks import mllog as mllog_check
@@ -23,16 +23,16 @@ from trainmark.checker.checks.trials import TRIAL_001
 from trainmark.checker.mlperf import compliance_rules
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST
 from trainmark.checker.mlperf.engine import run_engine
+from trainmark.checker.read.evidence import BenchmarkEvidence, TrialFolder, read_benchmark
 from trainmark.checker.read.json_file import LAYOUT_003
-from trainmark.checker.read.levels import DIVISIONS, LAYOUT_004, BenchmarkFolder, safe_entries
-from trainmark.checker.read.mllog_read import read_events
-from trainmark.checker.read.safefs import HOSTILE_007, LOG_CAP, Entry, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.levels import DIVISIONS, LAYOUT_004, BenchmarkFolder
+from trainmark.checker.read.safefs import Entry, SafeTree
 from trainmark.checker.read.trial_record import TrialRecord, extract_trial
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.checker.verdict.scoring import score_benchmark
 from trainmark.format import layout, mllog
-from trainmark.format.layout import RESULT_FILE, TRIAL_DIR, TRIAL_FILES
+from trainmark.format.layout import RESULT_FILE, TRIAL_FILES
 from trainmark.format.mllog_read import Event
 from trainmark.rules import reference_work
 from trainmark.rules.ruleset import BenchmarkRules
@@ -106,30 +106,45 @@ def _join(*parts: str) -> str:
     return "/".join(p for p in parts if p)
 
 
-def _classify(folder: BenchmarkFolder, findings: Findings) -> tuple[dict[int, str], dict[int, str], bool]:
-    results: dict[int, str] = {}
-    trial_dirs: dict[int, str] = {}
-    has_epochs_log = False
-    for e in folder.entries:
-        rel = _join(folder.rel, e.name)
-        if e.kind == "file" and e.name == layout.EPOCHS_LOG:
-            has_epochs_log = True
-        elif e.kind == "file" and e.name == layout.PROFILE_JSON:
-            continue  # `trainmark profile`'s table: the report shows it, no score or check reads it
-        elif e.kind == "file" and (m := RESULT_FILE.fullmatch(e.name)):
-            if m[1] == "0":
-                findings.add(TRIAL_001, rel, f"{layout.result_file(0)}: trials count from 1",
-                             expected=f"{layout.result_file(1)} ...",
-                             seen=e.name)
-            else:
-                results[int(m[1])] = e.name
-        elif e.kind == "dir" and (m := TRIAL_DIR.fullmatch(e.name)) and m[1] != "0":
-            trial_dirs[int(m[1])] = e.name
-        elif e.kind == "dir" and e.name == layout.INTERRUPTED_DIR:
-            pass  # attempts --resume archived: part of the format, read where a trial's MLLOG names them (TRIAL-004)
+@dataclass
+class Judgement:
+    """What the checks of one benchmark folder established so far; each check reads and adds to it."""
+    ctx: TrainmarkContext
+    result: BenchmarkResult
+    rules: BenchmarkRules = None          # type: ignore[assignment]  # set by choose_rules before any check reads it
+    division: str = "closed"
+    done: bool = False                    # no rules to judge by: the checks after choose_rules do not run
+    records: dict[int, TrialRecord] = field(default_factory=dict)    # recomputed trials, by number
+    ordered: list[TrialRecord] = field(default_factory=list)         # the same, in trial order
+    telemetry: dict = field(default_factory=dict)                    # trial -> its readable telemetry series
+    other_load: dict[int, float | None] = field(default_factory=dict)  # trial -> other CPU load in trial.json
+
+
+Check = Callable[[BenchmarkEvidence, Judgement, Findings], None]
+
+
+def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: TrainmarkContext,
+                              findings: Findings) -> BenchmarkResult:
+    """The folder read once (``read/evidence.py``), then every check of ``CHECKS`` in order."""
+    evidence = read_benchmark(folder, tree)
+    judged = Judgement(ctx, BenchmarkResult("trainmark", folder.rel, folder.benchmark, folder.division,
+                                            folder.submitter, folder.system))
+    for check in CHECKS:
+        check(evidence, judged, findings)
+        if judged.done:
+            break
+    return judged.result
+
+
+def check_listing(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """TRIAL-001 for a result_0.txt, HOSTILE-005 or LAYOUT-004 for an entry the format does not define."""
+    for e in ev.listing.unexpected:
+        rel = _join(ev.folder.rel, e.name)
+        if e.kind == "file" and RESULT_FILE.fullmatch(e.name):
+            findings.add(TRIAL_001, rel, f"{layout.result_file(0)}: trials count from 1",
+                         expected=f"{layout.result_file(1)} ...", seen=e.name)
         else:
             _unexpected(rel, e, findings)
-    return results, trial_dirs, has_epochs_log
 
 
 def _unexpected(rel: str, e: Entry, findings: Findings) -> None:
@@ -140,14 +155,12 @@ def _unexpected(rel: str, e: Entry, findings: Findings) -> None:
                      expected="epochs.log, result_<k>.txt, trial_<k>/", seen=e.name)
 
 
-def _read(tree: SafeTree, rel: str, findings: Findings, missing_rule: str = LAYOUT_003) -> bytes | None:
-    try:
-        return tree.read_bytes(rel, LOG_CAP)
-    except Missing:
-        findings.add(missing_rule, rel, f"{rel} is missing", seen="missing")
-    except UnsafeEntry as exc:
-        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
-    return None
+
+
+def check_result_reading(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """What reading each result file met: LAYOUT-003 or a link, the lines that are not MLLOG records."""
+    for k in sorted(ev.results):
+        ev.results[k].problems.replay(findings)
 
 
 def _first_value(events_by_trial: dict[int, list[Event]], key: str) -> Any:
@@ -155,111 +168,43 @@ def _first_value(events_by_trial: dict[int, list[Event]], key: str) -> Any:
     return mllog.first_value(chain.from_iterable(events_by_trial[k] for k in sorted(events_by_trial)), key)
 
 
-def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: TrainmarkContext,
-                              findings: Findings) -> BenchmarkResult:
-    result = BenchmarkResult("trainmark", folder.rel, folder.benchmark, folder.division, folder.submitter,
-                             folder.system)
-    results, trial_dirs, has_epochs_log = _classify(folder, findings)
-    events_by_trial = _read_result_files(folder, tree, results, findings)
-    chosen = _rules_and_division(folder, events_by_trial, ctx, result, findings)
-    if chosen is None:
-        return result
-    rules, division = chosen
-
-    records = _check_result_files(folder, events_by_trial, rules, division, ctx, findings)
-    ranks.check_ranks(events_by_trial, folder.rel, findings)  # world size, batch split, writers, nodes
-    mllog_check.check_interrupted_attempts(records, tree, folder.rel, findings)  # TRIAL-004
-    _check_text_log(folder, tree, has_epochs_log, rules, records, findings)
-    ordered = [records[k] for k in sorted(records)]
-    trials_check.check_numbering(sorted(results), folder.rel, rules, findings)
-    _check_trial_dirs_without_results(folder, results, trial_dirs, rules, findings)
-    trials_check.check_seeds(ordered, findings)
-    trials_check.check_targets(ordered, folder.rel, rules, findings)
-    trials_check.check_convergence(ordered, folder.rel, rules, division, findings)
-    telemetry = energy.check_benchmark(folder.rel, tree, events_by_trial, trial_dirs, findings,  # ENERGY-, TELEMETRY-
-                                       rules.max_init_seconds.get(division))
-    trials_check.check_same_settings(ordered, folder.rel, rules, division, findings)
-    trials_check.check_trial_outcomes(ordered, findings)
-    curve.check_curves(ordered, rules, division, findings)
-    other_load = _check_models(folder, tree, results, trial_dirs, records, rules, division, ctx, findings,
-                               events_by_trial, telemetry)
-    distinct.check_curves_distinct(ordered, findings)
-    scoring = rules.scoring
-    result.score = score_benchmark(ordered, int(scoring["drop_fastest_and_slowest"]),
-                                   int(scoring["max_not_converged"])).to_dict()
-    check_spread(ordered, result.score.get("cv_train_time"), other_load, folder.rel, rules, findings)
-    result.trials = [trial_summary(r) for r in ordered]
-    return result
 
 
-def _read_result_files(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str],
-                       findings: Findings) -> dict[int, list[Event]]:
-    """The events of every readable result file, by trial."""
-    events_by_trial: dict[int, list[Event]] = {}
-    for k, name in sorted(results.items()):
-        rel = _join(folder.rel, name)
-        data = _read(tree, rel, findings)
-        if data is not None:
-            events_by_trial[k] = read_events(data, rel, findings, strict=True)
-    return events_by_trial
-
-
-def _rules_and_division(folder: BenchmarkFolder, events_by_trial: dict[int, list[Event]], ctx: TrainmarkContext,
-                        result: BenchmarkResult, findings: Findings) -> tuple[BenchmarkRules, str] | None:
-    """The rules the logs name (else the latest) and the division (the path's, else the logs'); None when
-    there are no rules to judge by (RULES-001, LAYOUT-006)."""
+def choose_rules(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """The rules the logs name (else the latest) and the division (the path's, else the logs'); without rules
+    to judge by (RULES-001, LAYOUT-006) the checks end here."""
+    folder, ctx, events_by_trial = ev.folder, judged.ctx, ev.events_by_trial()
     logged_version = _first_value(events_by_trial, mllog.RULES_VERSION)
     known = getattr(ctx.rules_for, "versions", None)
     if isinstance(logged_version, str) and known is not None and logged_version not in known:
         findings.add(RULES_001, folder.rel, f"the logs declare rules version {logged_version!r}, which this "
                      f"checker does not know", expected=f"one of {', '.join(known)}", seen=logged_version)
-        return None
+        judged.done = True
+        return
     rules = ctx.rules_for(folder.benchmark, logged_version if isinstance(logged_version, str) else None)
     if rules is None:
         findings.add(LAYOUT_006, folder.rel, f"no rules for benchmark {folder.benchmark!r}",
                      expected="a benchmark of `trainmark rules list`", seen=folder.benchmark)
-        return None
-    result.rules_version = rules.version
+        judged.done = True
+        return
+    judged.result.rules_version = rules.version
     division = folder.division
     if division is None:
         logged = _first_value(events_by_trial, mllog.SUBMISSION_DIVISION)
         division = logged if logged in DIVISIONS else "closed"
         ctx.notes.append(f"{folder.rel or '.'}: division taken from the logs: {division}")
-        result.division = division
-    return rules, division
+        judged.result.division = division
+    judged.rules, judged.division = rules, division
 
 
-def _check_text_log(folder: BenchmarkFolder, tree: SafeTree, has_epochs_log: bool, rules: BenchmarkRules,
-                    records: dict[int, TrialRecord], findings: Findings) -> None:
-    """The text log on its own, then its agreement with the MLLOG files (LAYOUT-003 when missing)."""
-    if has_epochs_log:
-        rel = _join(folder.rel, layout.EPOCHS_LOG)
-        data = _read(tree, rel, findings)
-        if data is not None:
-            text_lines = check_epochs_log(data, rel, rules, findings)
-            check_agreement(text_lines, rel, records, findings)
-    else:
-        findings.add(LAYOUT_003, _join(folder.rel, layout.EPOCHS_LOG), f"{layout.EPOCHS_LOG} is missing",
-                     expected=layout.EPOCHS_LOG, seen="missing")
-
-
-def _check_trial_dirs_without_results(folder: BenchmarkFolder, results: dict[int, str], trial_dirs: dict[int, str],
-                                      rules: BenchmarkRules, findings: Findings) -> None:
-    for k in sorted(trial_dirs.keys() - results.keys()):
-        if k > max(max(results, default=0), int(rules.trials)):  # inside that range TRIAL-001 says it
-            findings.add(LAYOUT_003, _join(folder.rel, layout.result_file(k)),
-                         f"{layout.trial_dir(k)}/ has no {layout.result_file(k)}",
-                         expected=layout.result_file(k), seen="missing")
-
-
-def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list[Event]], rules: BenchmarkRules,
-                        division: str, ctx: TrainmarkContext, findings: Findings) -> dict[int, TrialRecord]:
-    config = ctx.compliance_file(rules, division)
+def check_result_files(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """Each result file through the compliance engine and the MLLOG checks; its trial recomputed."""
+    folder, rules, division = ev.folder, judged.rules, judged.division
+    config = judged.ctx.compliance_file(rules, division)
     key_rules = compliance_rules.key_rules(rules, division)
     names = {mllog.SUBMISSION_BENCHMARK: folder.benchmark, mllog.SUBMISSION_DIVISION: folder.division,
              mllog.SUBMISSION_ORG: folder.submitter, mllog.SUBMISSION_PLATFORM: folder.system}
-    records = {}
-    for k, events in sorted(events_by_trial.items()):
+    for k, events in ev.events_by_trial().items():
         rel = _join(folder.rel, layout.result_file(k))
         mllog_check.engine_findings(run_engine(events, config), events, rel, key_rules, findings)
         mllog_check.check_time_order(events, rel, findings)
@@ -269,65 +214,157 @@ def _check_result_files(folder: BenchmarkFolder, events_by_trial: dict[int, list
         mllog_check.check_summary(record, findings)
         mllog_check.check_format_version(record, rules.version, findings)
         trials_check.check_hyperparameters(record, rules, division, findings)
-        records[k] = record
-    return records
+        judged.records[k] = record
+    judged.ordered = [judged.records[k] for k in sorted(judged.records)]
 
 
-def _check_models(folder: BenchmarkFolder, tree: SafeTree, results: dict[int, str], trial_dirs: dict[int, str],
-                  records: dict[int, TrialRecord], rules: BenchmarkRules, division: str, ctx: TrainmarkContext,
-                  findings: Findings, events_by_trial: dict[int, list[Event]],
-                  telemetry: dict | None = None) -> dict[int, float | None]:
-    """Conformity of every trial's model and trial.json, the work done in its windows (WORK-001..003) and
-    its weights (WORK-004, WORK-005); returns each trial's recorded other CPU load."""
-    reference, why = ctx.references.describe(rules)
-    if reference is None and why not in ctx.notes:
-        ctx.notes.append(why)
-    other_load: dict[int, float | None] = {}
+def check_ranks(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    ranks.check_ranks(ev.events_by_trial(), ev.folder.rel, findings)  # world size, batch split, writers, nodes
+
+
+def check_interrupted(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    mllog_check.check_interrupted_attempts(judged.records, ev.interrupted, ev.folder.rel, findings)  # TRIAL-004
+
+
+def check_text_log(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """The text log on its own, then its agreement with the MLLOG files (LAYOUT-003 when missing)."""
+    if ev.epochs_log is None:
+        findings.add(LAYOUT_003, _join(ev.folder.rel, layout.EPOCHS_LOG), f"{layout.EPOCHS_LOG} is missing",
+                     expected=layout.EPOCHS_LOG, seen="missing")
+        return
+    ev.epochs_log.problems.replay(findings)
+    if ev.epochs_log.data is not None:
+        text_lines = check_epochs_log(ev.epochs_log.data, ev.epochs_log.rel, judged.rules, findings)
+        check_agreement(text_lines, ev.epochs_log.rel, judged.records, findings)
+
+
+def check_numbering(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    trials_check.check_numbering(sorted(ev.listing.results), ev.folder.rel, judged.rules, findings)
+
+
+def check_trial_dirs_without_results(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    results = ev.listing.results
+    for k in sorted(ev.listing.trial_dirs.keys() - results.keys()):
+        if k > max(max(results, default=0), int(judged.rules.trials)):  # inside that range TRIAL-001 says it
+            findings.add(LAYOUT_003, _join(ev.folder.rel, layout.result_file(k)),
+                         f"{layout.trial_dir(k)}/ has no {layout.result_file(k)}",
+                         expected=layout.result_file(k), seen="missing")
+
+
+def check_seeds(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    trials_check.check_seeds(judged.ordered, findings)
+
+
+def check_targets(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    trials_check.check_targets(judged.ordered, ev.folder.rel, judged.rules, findings)
+
+
+def check_convergence(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    trials_check.check_convergence(judged.ordered, ev.folder.rel, judged.rules, judged.division, findings)
+
+
+def check_energy(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """ENERGY-* and TELEMETRY-* of every trial; keeps the telemetry series for the time checks."""
+    judged.telemetry = energy.check_benchmark(ev.folder.rel, ev.events_by_trial(), ev.trials, findings,
+                                              judged.rules.max_init_seconds.get(judged.division))
+
+
+def check_same_settings(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    trials_check.check_same_settings(judged.ordered, ev.folder.rel, judged.rules, judged.division, findings)
+
+
+def check_trial_outcomes(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    trials_check.check_trial_outcomes(judged.ordered, findings)
+
+
+def check_curves(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    curve.check_curves(judged.ordered, judged.rules, judged.division, findings)
+
+
+def check_trial_folders(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """Each trial folder: its entries, trial.json, the work in its windows (WORK-001..003, 006, 007, 009), its
+    structure and weights against the reference and each other (CONFORM-*, WORK-005), then WORK-004 by weights."""
+    reference, why = judged.ctx.references.describe(judged.rules)
+    if reference is None and why not in judged.ctx.notes:
+        judged.ctx.notes.append(why)
     baseline: tuple[int, str] | None = None  # the first trial's model
-    digests: dict[int, tuple[str, str]] = {}
-    for k in sorted(results):
-        trial_rel = _join(folder.rel, layout.trial_dir(k))
-        if k not in trial_dirs:
+    for k in sorted(ev.listing.results):
+        if k not in ev.trials:
+            trial_rel = _join(ev.folder.rel, layout.trial_dir(k))
             findings.add(LAYOUT_003, trial_rel, f"trial {k} has {layout.result_file(k)} but no {layout.trial_dir(k)}/ "
                          "folder", expected=f"{layout.trial_dir(k)}/{layout.MODEL_FILE}, "
                          f"{layout.trial_dir(k)}/{layout.STRUCTURE_FILE}", seen="missing")
             continue
-        _check_trial_entries(tree, trial_rel, findings)
-        names = {"benchmark": folder.benchmark, "division": division, "submitter": folder.submitter,
-                 "system_name": folder.system}
-        summary = check_trial_json(tree, _join(trial_rel, layout.TRIAL_JSON), records.get(k), names, rules, findings)
-        other_load[k] = summary.get("other_cpu_load_pct") if summary else None
-        if records.get(k) is not None:
-            derived = evidence_work.derive(records[k], events_by_trial.get(k, []), summary, _work(rules), division,
-                                           _system(folder, ctx), findings)  # WORK-006/007/009
-            work_time.check_trial(events_by_trial.get(k, []), records[k], summary, rules, findings,
-                                  (telemetry or {}).get(k), derived)
-        structure_rel = _join(trial_rel, layout.STRUCTURE_FILE)
-        desc, text = conformity.read_structure(tree, structure_rel, findings)
-        model_rel = _join(trial_rel, layout.MODEL_FILE)
-        conformity.check_weights(tree, model_rel, desc, findings)
-        digest = distinct.weights_digest(tree, model_rel, findings)
-        if digest is not None:
-            digests[k] = (model_rel, digest)
+        desc = _check_trial_folder(ev, ev.trials[k], judged, reference, findings)
         if desc is None:
             continue
-        record = records.get(k)
-        if record is not None:
-            conformity.check_logged_model(record, desc, structure_rel, findings)
-        if reference is not None:
-            conformity.check_reference(desc, text, reference, division, structure_rel, record, findings, rules)
         baseline = baseline or (k, desc["fingerprint"])
         if baseline[1] != desc["fingerprint"]:
-            findings.add(CONFORM_007, structure_rel, f"trial {k}'s model differs from trial {baseline[0]}'s",
-                         expected=baseline[1], seen=desc["fingerprint"])
-    distinct.check_weights_distinct(digests, {k: r.value(mllog.SEED) for k, r in records.items()}, findings)
-    return other_load
+            findings.add(CONFORM_007, ev.trials[k].structure.rel, f"trial {k}'s model differs from trial "
+                         f"{baseline[0]}'s", expected=baseline[1], seen=desc["fingerprint"])
+    samples = {k: (t.weights.rel, t.weights.sample) for k, t in ev.trials.items() if t.weights.sample is not None}
+    distinct.check_weights_distinct(samples, {k: r.value(mllog.SEED) for k, r in judged.records.items()}, findings)
+
+
+def _check_trial_folder(ev: BenchmarkEvidence, trial: TrialFolder, judged: Judgement, reference: dict | None,
+                        findings: Findings) -> dict | None:
+    """One trial folder's checks; its validated structure description (None when there is none)."""
+    k, rules, division = trial.trial, judged.rules, judged.division
+    trial.problems.replay(findings)
+    for e in trial.entries:
+        if e.name not in TRIAL_FILES or e.kind != "file":
+            _unexpected(_join(trial.rel, e.name), e, findings)
+    names = {"benchmark": ev.folder.benchmark, "division": division, "submitter": ev.folder.submitter,
+             "system_name": ev.folder.system}
+    record = judged.records.get(k)
+    summary = check_trial_json(trial.trial_json, record, names, rules, findings)
+    judged.other_load[k] = summary.get("other_cpu_load_pct") if summary else None
+    if record is not None:
+        events = ev.events_by_trial().get(k, [])
+        derived = evidence_work.derive(record, events, summary, _work(rules), division, _system(ev.folder, judged.ctx),
+                                       findings)  # WORK-006/007/009
+        work_time.check_trial(events, record, summary, rules, findings, judged.telemetry.get(k), derived)
+    desc, text = conformity.check_structure(trial.structure, findings)
+    conformity.check_weights(trial.weights, desc, findings)
+    distinct.check_constant(trial.weights.sample, findings)
+    if desc is None:
+        return None
+    if record is not None:
+        conformity.check_logged_model(record, desc, trial.structure.rel, findings)
+    if reference is not None:
+        conformity.check_reference(desc, text, reference, division, trial.structure.rel, record, findings, rules)
+    return desc
+
+
+def check_curves_distinct(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    distinct.check_curves_distinct(judged.ordered, findings)
+
+
+def score(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    """The scores (verdict/scoring.py), SPREAD-001 on them, and each trial's recomputed figures."""
+    scoring, result = judged.rules.scoring, judged.result
+    result.score = score_benchmark(judged.ordered, int(scoring["drop_fastest_and_slowest"]),
+                                   int(scoring["max_not_converged"])).to_dict()
+    check_spread(judged.ordered, result.score.get("cv_train_time"), judged.other_load, ev.folder.rel, judged.rules,
+                 findings)
+    result.trials = [trial_summary(r) for r in judged.ordered]
+
+
+# Every check of a trainmark benchmark folder, in the order they run (the order of the findings). A new check
+# takes (evidence, judgement, findings) and goes where what it reads of the judgement is established.
+CHECKS: list[Check] = [
+    check_listing, check_result_reading, choose_rules, check_result_files, check_ranks, check_interrupted,
+    check_text_log, check_numbering, check_trial_dirs_without_results, check_seeds, check_targets,
+    check_convergence, check_energy, check_same_settings, check_trial_outcomes, check_curves, check_trial_folders,
+    check_curves_distinct, score,
+]
 
 
 def _work(rules: BenchmarkRules) -> dict | None:
     """The benchmark's entry of its rules version's reference-work.json (None: that rules folder has none)."""
     table = reference_work.load(rules.version, rules.path.parent.parent)
     return table.get(rules.name) if table else None
+
 
 
 def _system(folder: BenchmarkFolder, ctx: TrainmarkContext) -> dict | None:
@@ -340,16 +377,6 @@ def _system(folder: BenchmarkFolder, ctx: TrainmarkContext) -> dict | None:
         return None
     return desc
 
-
-def _check_trial_entries(tree: SafeTree, trial_rel: str, findings: Findings) -> None:
-    try:
-        entries = tree.list_dir(trial_rel)
-    except (UnsafeEntry, Missing) as exc:
-        findings.add(getattr(exc, "rule", HOSTILE_007), trial_rel, getattr(exc, "message", str(exc)))
-        return
-    for e in safe_entries(trial_rel, entries, findings):
-        if e.name not in TRIAL_FILES or e.kind != "file":
-            _unexpected(_join(trial_rel, e.name), e, findings)
 
 
 def trial_summary(r: TrialRecord) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from energy_fakes import FakeNVML, add_uj, make_powercap
 
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import telemetry as telemetry_check
+from trainmark.checker.read.evidence import read_telemetry
 from trainmark.checker.read.safefs import SafeTree
 from trainmark.checker.verdict.findings import Findings
 from trainmark.format.mllog_read import Event
@@ -198,7 +199,7 @@ def test_telemetry_gaps_and_throttle_only_inside_timed_windows(tmp_path):
     events = [event(1, "run_start", 0), event(2, "eval_start", 4000), event(3, "eval_stop", 6000),
               event(4, "run_stop", 10000)]
     findings = Findings()
-    telemetry_check.check_trial(events, SafeTree(tmp_path), "trial_1", findings)
+    telemetry_check.check_trial(events, read_telemetry(SafeTree(tmp_path), "trial_1/telemetry.csv"), findings)
     got = [(f.rule, f.line, f.seen) for f in findings]
     assert got == [("TELEMETRY-002", 16, "3.0 s without one"), ("TELEMETRY-001", 18, "sw_power_cap")]
 

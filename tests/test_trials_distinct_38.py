@@ -20,6 +20,7 @@ from safetensors.numpy import load_file
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import distinct, reeval
 from trainmark.checker.read.safefs import SafeTree
+from trainmark.checker.read.weights import MAX_SAMPLED_BYTES, read_weights
 from trainmark.cli import main
 from trainmark.reference import fashion_mnist
 
@@ -90,10 +91,7 @@ def test_the_closest_committed_pair_lies_far_above_the_threshold():
     tree = SafeTree(root)
     closest = []
     for bench in sorted(root.glob("*/*")):
-        from trainmark.checker.verdict.findings import Findings
-
-        weights = [distinct.weights_digest(tree, f"{bench.relative_to(root)}/trial_{k}/model.safetensors", Findings())
-                   for k in range(1, 6)]
+        weights = [read_weights(tree, f"{bench.relative_to(root)}/trial_{k}/model.safetensors") for k in range(1, 6)]
         closest.append(min(distinct.distance(a, b) for i, a in enumerate(weights) for b in weights[:i]))
     assert len(closest) == 12 and min(closest) > 8 * distinct.CLONE_DISTANCE, closest
 
@@ -115,7 +113,7 @@ def test_five_16_gib_sparse_extra_tensors_are_never_read(tmp_path, capsys, monke
     monkeypatch.setattr(SafeTree, "read_range", counting)
     rc, report = check(root, capsys)
     assert rc == 1 and "CONFORM-005" in error_codes(report)
-    assert sum(read) <= distinct.MAX_SAMPLED_BYTES  # the blocks sampled, not 80 GiB
+    assert sum(read) <= MAX_SAMPLED_BYTES  # the blocks sampled, not 80 GiB
 
 
 def test_re_evaluation_never_reads_weights_larger_than_the_reference(tmp_path):

@@ -12,13 +12,11 @@ import math
 import re
 from typing import Any, Callable
 
-from trainmark.checker.read.json_file import LAYOUT_003
-from trainmark.checker.read.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.read.safetensors_header import HeaderError, read_tensor_table
+from trainmark.checker.read.evidence import StructureFile, WeightsFile
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, INFO, rule
-from trainmark.format import layout, mllog
+from trainmark.format import mllog
 from trainmark.rules.ruleset import BenchmarkRules
 
 CONFORM_001 = rule(
@@ -98,27 +96,13 @@ _ENTRY_FIELDS = {"modules": ("name", "type", "config"), "parameters": ("name", "
                  "buffers": ("name", "shape", "dtype")}
 
 
-def read_structure(tree: SafeTree, rel: str, findings: Findings) -> tuple[dict | None, str]:
+def check_structure(read: StructureFile, findings: Findings) -> tuple[dict | None, str]:
     """A validated ``structure.json`` and its text, or ``None`` after a finding."""
     from trainmark.format import structure
-    try:
-        raw = tree.read_bytes(rel, JSON_CAP)
-    except Missing:
-        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected=layout.STRUCTURE_FILE, seen="missing")
+    read.problems.replay(findings, content=CONFORM_001)
+    if not read.readable:
         return None, ""
-    except UnsafeEntry as exc:
-        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
-        return None, ""
-    try:
-        text = raw.decode("utf-8")
-        desc = json.loads(text)
-    except RecursionError:
-        findings.add(CONFORM_001, rel, "JSON nested too deeply", expected="structure JSON")
-        return None, ""
-    except (UnicodeDecodeError, ValueError) as exc:
-        findings.add(CONFORM_001, rel, f"{rel} is not UTF-8 JSON: {exc}", line=getattr(exc, "lineno", None),
-                     expected="structure JSON", seen=raw[:80])
-        return None, ""
+    rel, text, desc = read.rel, read.text, read.value
     problem = _shape_problem(desc)
     if problem:
         findings.add(CONFORM_001, rel, f"{problem}", expected=f"format {structure.FORMAT}", seen=problem)
@@ -163,20 +147,11 @@ def _shape_problem(desc: Any) -> str:
     return ""
 
 
-def check_weights(tree: SafeTree, rel: str, desc: dict | None, findings: Findings, limit: int = 20) -> None:
+def check_weights(weights: WeightsFile, desc: dict | None, findings: Findings, limit: int = 20) -> None:
     """The safetensors header against the structure's parameters and buffers."""
-    try:
-        table = read_tensor_table(tree, rel)
-    except Missing:
-        findings.add(LAYOUT_003, rel, f"{rel} is missing", expected=layout.MODEL_FILE, seen="missing")
-        return
-    except UnsafeEntry as exc:
-        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
-        return
-    except HeaderError as exc:
-        findings.add(exc.rule, rel, exc.message, expected="a safetensors file", seen=exc.seen)
-        return
-    if desc is None:
+    weights.problems.replay(findings)
+    rel, table = weights.rel, weights.table
+    if table is None or desc is None:
         return
     expected = {e["name"]: {"dtype": e["dtype"], "shape": e["shape"]} for e in desc["parameters"] + desc["buffers"]}
     problems = []

@@ -21,15 +21,11 @@ before any data). What this cannot see: a copy whose hidden units were permuted 
 from __future__ import annotations
 
 import math
-import random
-import secrets
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainmark.checker.read.safefs import Missing, SafeTree, UnsafeEntry
-from trainmark.checker.read.safetensors_header import HeaderError, tensor_spans
 from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.read.weights import Weights
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
@@ -53,12 +49,6 @@ WORK_005 = rule(
     good="the weights as trained", module=__name__)
 
 MIN_CURVE_EVALUATIONS = 3
-MIN_CONSTANT_ELEMENTS = 16      # a random matrix of 16 or more values is never constant
-FLOAT_DTYPES = {"F16": "<f2", "BF16": "<u2", "F32": "<f4", "F64": "<f8"}
-SIZES = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
-SAMPLE = 16384                  # values compared per tensor: all of a smaller one, random blocks of a larger one
-BLOCK = 256                     # values per block read from a larger tensor
-MAX_SAMPLED_BYTES = 16 << 20    # read from one weights file at most (every reference samples under 7 MiB)
 # Two trials whose weight tensors lie closer than this (median over the tensors they share of the relative distance
 # |a - b| / max(|a|, |b|)) are one training. The committed examples' closest pair of distinct seeds is 0.888
 # (vgg-mini, TensorFlow, trials 3 and 5; 120 pairs in 12 folders, most near 1.4 = sqrt(2), two independent random
@@ -67,61 +57,16 @@ MAX_SAMPLED_BYTES = 16 << 20    # read from one weights file at most (every refe
 # a thousand times float32's rounding; noise large enough to reach 0.1 (10 % of every weight) makes another model,
 # whose metric re-evaluation measures. 0.1 sits nine times below the closest honest pair.
 CLONE_DISTANCE = 0.1
-_DRAW = secrets.randbits(64)    # where the blocks of a large tensor lie: the same for every trial of this check,
-#                                 unknown before it runs (a forger cannot perturb only the values compared)
 
 
-@dataclass
-class Weights:
-    """What distinctness and constancy are judged on: each float tensor of 2+ dimensions, by name, as its values
-    (all of them, or the same random blocks for every trial of this check)."""
-    rel: str
-    values: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-def weights_digest(tree: SafeTree, rel: str, findings: Findings) -> Weights | None:
-    """The weights to compare (``Weights``), and WORK-005 for every constant trained weight; None when unreadable
-    (conformity's CONFORM-004 or LAYOUT-003 already says why). Reads at most SAMPLE values of each tensor and
-    MAX_SAMPLED_BYTES in all, after the header's sizes were checked against the file (tensor_spans): a header
-    declaring huge tensors costs the blocks sampled from them, never their size."""
-    try:
-        start, spans = tensor_spans(tree, rel)
-    except (Missing, UnsafeEntry, HeaderError):
-        return None
-    weights, budget, constant = Weights(rel), MAX_SAMPLED_BYTES, []
-    for name, dtype, begin, end, dimensions in spans:
-        size = SIZES.get(dtype)
-        if size is None or dimensions < 2 or (end - begin) // size < MIN_CONSTANT_ELEMENTS:
-            continue
-        want = min(SAMPLE, (end - begin) // size) * size
-        if want > budget:
-            break
-        budget -= want
-        values = _sample(tree, rel, start + begin, (end - begin) // size, dtype, name)
-        weights.values[name] = values
-        if name.endswith("weight") and np.all(values == values[0]):
-            constant.append(name)
-    if constant:
-        findings.add(WORK_005, rel, f"{len(constant)} trained weight tensor(s) hold one value repeated: "
+def check_constant(weights: Weights | None, findings: Findings) -> None:
+    """WORK-005 for every trained weight matrix of the trial that holds one value repeated (None: unreadable
+    weights, which conformity's CONFORM-004 or LAYOUT-003 already reports)."""
+    if weights is not None and weights.constant:
+        constant = weights.constant
+        findings.add(WORK_005, weights.rel, f"{len(constant)} trained weight tensor(s) hold one value repeated: "
                      f"{', '.join(constant[:5])}{' ...' if len(constant) > 5 else ''}",
                      expected="trained weights", seen=f"{len(constant)} constant tensors")
-    return weights
-
-
-def _sample(tree: SafeTree, rel: str, offset: int, count: int, dtype: str, name: str) -> np.ndarray:
-    """The tensor's values as float32: all of them up to SAMPLE, else SAMPLE // BLOCK blocks at positions drawn
-    from (_DRAW, name, count), so every trial of this check is sampled at the same places."""
-    size = SIZES[dtype]
-    if count <= SAMPLE:
-        pieces = [tree.read_range(rel, offset, count * size)]
-    else:
-        draw = random.Random(f"{_DRAW}:{name}:{count}")
-        starts = sorted(draw.sample(range(count // BLOCK), SAMPLE // BLOCK))
-        pieces = [tree.read_range(rel, offset + s * BLOCK * size, BLOCK * size) for s in starts]
-    raw = np.frombuffer(b"".join(pieces), dtype=FLOAT_DTYPES[dtype])
-    if dtype == "BF16":
-        return (raw.astype(np.uint32) << 16).view(np.float32)
-    return raw.astype(np.float32)
 
 
 def distance(a: Weights, b: Weights) -> float | None:

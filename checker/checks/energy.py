@@ -21,12 +21,11 @@ from typing import Any
 
 from trainmark.checker.checks import evidence_energy, evidence_timeline
 from trainmark.checker.checks import telemetry as telemetry_check
-from trainmark.checker.read.json_file import nesting_depth
-from trainmark.checker.read.safefs import JSON_CAP, SafeTree
+from trainmark.checker.read.evidence import TrialFolder
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
-from trainmark.format.mllog_read import STRICT_JSON, Event
+from trainmark.format.mllog_read import Event
 from trainmark.format.timeline_read import Replay
 
 ENERGY_001 = rule(
@@ -104,8 +103,8 @@ def _join(*parts: str) -> str:
     return "/".join(p for p in parts if p)
 
 
-def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, list[Event]],
-                    trial_dirs: dict[int, str], findings: Findings, max_init_s: float | None = None
+def check_benchmark(folder_rel: str, events_by_trial: dict[int, list[Event]],
+                    trials: dict[int, TrialFolder], findings: Findings, max_init_s: float | None = None
                     ) -> dict[int, telemetry_check.Series]:
     """Every trial's energy domains and figures and, where the trial folder has one, its telemetry file
     (required from result format 2 on) and the power it records; returns each readable telemetry series
@@ -114,13 +113,13 @@ def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, 
     for k, events in sorted(events_by_trial.items()):
         rel = _join(folder_rel, layout.result_file(k))
         check_trial_energy(events, rel, findings)
-        if k not in trial_dirs:
+        if k not in trials:
             check_figures(events, rel, None, "", findings)
             continue
-        trial_rel = _join(folder_rel, trial_dirs[k])
-        trial = _quiet_json(tree, _join(trial_rel, layout.TRIAL_JSON))
-        check_figures(events, rel, trial, _join(trial_rel, layout.TRIAL_JSON), findings)
-        series = telemetry_check.check_trial(events, tree, trial_rel, findings,
+        trial_rel = trials[k].rel
+        trial = trials[k].trial_json.value  # trial.json as an object, or None (its own check says why)
+        check_figures(events, rel, trial, trials[k].trial_json.rel, findings)
+        series = telemetry_check.check_trial(events, trials[k].telemetry, findings,
                                              required=_format_version(trial, events) >= 2,
                                              period_s=_period(trial))
         evidence_energy.check_trial(events, series, rel, _join(trial_rel, telemetry_check.FILE_NAME), findings)
@@ -130,16 +129,6 @@ def check_benchmark(folder_rel: str, tree: SafeTree, events_by_trial: dict[int, 
                                              max_init_s)  # TELEMETRY-007
             check_power(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings)
     return series_by_trial
-
-
-def _quiet_json(tree: SafeTree, rel: str) -> dict | None:
-    """trial.json as an object, or None (its own check reports what is wrong with it)."""
-    try:
-        raw = tree.read_bytes(rel, JSON_CAP)
-        value = STRICT_JSON.decode(raw.decode("utf-8")) if nesting_depth(raw) <= 64 else None
-    except Exception:  # noqa: BLE001 - whatever is wrong, TRIALJSON-001 says so
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _format_version(trial: dict | None, events: list[Event]) -> int:

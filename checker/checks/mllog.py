@@ -13,12 +13,12 @@ from typing import Any
 from trainmark import RESULT_FORMAT_VERSION
 from trainmark.checker.mlperf.compliance_configs import refused_findings
 from trainmark.checker.mlperf.engine import EngineResult
-from trainmark.checker.read.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.evidence import Attempt
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
-from trainmark.format.mllog_read import Event, read_records
+from trainmark.format.mllog_read import Event
 
 MLLOG_002 = rule(
     "MLLOG-002", ERROR, "a key occurs too few or too many times",
@@ -220,7 +220,7 @@ def check_format_version(record: TrialRecord, rules_version: str, findings: Find
                      expected=f"an integer 1..{RESULT_FORMAT_VERSION}", seen=value)
 
 
-def check_interrupted_attempts(records: dict[int, TrialRecord], tree: SafeTree, bench_rel: str,
+def check_interrupted_attempts(records: dict[int, TrialRecord], interrupted: dict[str, Attempt], bench_rel: str,
                                findings: Findings) -> None:
     """Every interrupted attempt a trial's MLLOG names is still in ``interrupted/`` (TRIAL-004): a trial
     restarted until it was fast enough leaves a trace a reviewer sees."""
@@ -234,30 +234,18 @@ def check_interrupted_attempts(records: dict[int, TrialRecord], tree: SafeTree, 
                          line=line, expected="[{folder, seed, status}, ...]", seen=attempts)
             continue
         for attempt in attempts:
-            _check_attempt(attempt, k, tree, bench_rel, line, findings)
+            _check_attempt(attempt, k, interrupted, bench_rel, line, findings)
 
 
-def _attempt_logged(tree: SafeTree, rel: str) -> bool:
-    """Whether an interrupted attempt's result file is there and holds at least one MLLOG record: every attempt
-    logs its start before anything else, so the runs a resume archived always do."""
-    try:
-        return bool(read_records(tree.read_bytes(rel, LOG_CAP), strict=False))
-    except (Missing, UnsafeEntry):
-        return False
-
-
-def _check_attempt(attempt: dict, k: int, tree: SafeTree, bench_rel: str, line: int | None,
+def _check_attempt(attempt: dict, k: int, interrupted: dict[str, Attempt], bench_rel: str, line: int | None,
                    findings: Findings) -> None:
     name = attempt.get("folder")
     valid = isinstance(name, str) and name.startswith(f"{layout.trial_dir(k)}-") and \
         not layout.name_refusal(name, max_len=200)
     where = posixpath.join(bench_rel, layout.INTERRUPTED_DIR, name) if valid else \
         posixpath.join(bench_rel, layout.INTERRUPTED_DIR)
-    try:
-        present = valid and any(e.kind in ("file", "dir") for e in tree.list_dir(where))
-    except (Missing, UnsafeEntry):
-        present = False
-    if present and not _attempt_logged(tree, posixpath.join(where, layout.result_file(k))):
+    present = valid and name in interrupted and interrupted[name].holds_entries
+    if present and not interrupted[name].logged:
         findings.add(TRIAL_004, where, f"trial {k}'s interrupted attempt {name!r} (seed {attempt.get('seed')!r}) "
                      f"holds no {layout.result_file(k)} with its MLLOG records: the attempt was emptied", line=line,
                      expected=f"{layout.result_file(k)} as the interrupted run left it", seen="no records")

@@ -13,7 +13,7 @@ import csv
 import math
 from typing import Iterator
 
-from trainmark.checker.read.safefs import LOG_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.evidence import TelemetryFile
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import mllog
@@ -95,19 +95,15 @@ END_SLACK_MS = 10_000
 PERIOD_SLACK = 0.02
 
 
-def check_trial(events: list[Event], tree: SafeTree, trial_rel: str, findings: Findings, *,
+def check_trial(events: list[Event], telemetry: TelemetryFile, findings: Findings, *,
                 required: bool = False, period_s: float | None = None) -> "Series | None":
     """The file's findings; its evidence columns for the energy check (None without a readable file)."""
-    rel = f"{trial_rel}/{FILE_NAME}"
-    try:
-        data = tree.read_bytes(rel, LOG_CAP)
-    except Missing:
-        if required:
-            findings.add(TELEMETRY_004, rel, f"{rel} is missing: result format 2 records telemetry in every trial",
-                         expected=FILE_NAME, seen="missing")
-        return None
-    except UnsafeEntry as exc:
-        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+    rel, data = telemetry.rel, telemetry.data
+    telemetry.problems.replay(findings)
+    if telemetry.missing and required:
+        findings.add(TELEMETRY_004, rel, f"{rel} is missing: result format 2 records telemetry in every trial",
+                     expected=FILE_NAME, seen="missing")
+    if data is None:
         return None
     windows = _windows(events)
     scan = Scan(*windows) if windows else Scan((math.inf, -math.inf), [])

@@ -12,8 +12,8 @@ from functools import lru_cache
 from typing import Any
 
 from trainmark.checker.checks.trials import hyperparameters
-from trainmark.checker.read.json_file import harness_schema, read_json_object, schema_findings
-from trainmark.checker.read.safefs import SafeTree
+from trainmark.checker.read.evidence import JsonFile
+from trainmark.checker.read.json_file import harness_schema, schema_findings
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
@@ -51,10 +51,11 @@ def _schema() -> dict:
     return harness_schema("trial.schema.json")
 
 
-def check_trial_json(tree: SafeTree, rel: str, record: TrialRecord | None, names: dict[str, str | None],
+def check_trial_json(trial_json: JsonFile, record: TrialRecord | None, names: dict[str, str | None],
                      rules: BenchmarkRules, findings: Findings) -> dict | None:
     """The validated summary, or None after a finding."""
-    summary = read_json_object(tree, rel, findings, TRIALJSON_001)
+    rel, summary = trial_json.rel, trial_json.value
+    trial_json.problems.replay(findings, content=TRIALJSON_001)
     if summary is None or not schema_findings(summary, _schema(), rel, TRIALJSON_002, findings):
         return None
     if record is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 from trainmark.checker.read.safefs import SafeTree
 from trainmark.checker.verdict.registry import ERROR, rule
@@ -70,8 +71,21 @@ def sniff_pickle(head: bytes) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Header:
+    """A validated safetensors header: the tensor table, where the data section starts, and each tensor's bytes."""
+    table: dict[str, dict]          # {name: {"dtype": torch name, "shape": [...]}}
+    data_start: int                 # 8 + the header's length
+    spans: list[tuple[str, str, int, int, int]]  # (name, dtype, begin, end, dimensions), offsets in the data
+
+
 def read_tensor_table(tree: SafeTree, rel: str) -> dict[str, dict]:
     """``{name: {"dtype": torch name, "shape": [...]}}`` of the file; ``HeaderError`` otherwise."""
+    return read_header(tree, rel).table
+
+
+def read_header(tree: SafeTree, rel: str) -> Header:
+    """The file's header, read once and validated against the file's size; ``HeaderError`` otherwise."""
     head, size = tree.read_head(rel, 8)
     kind = sniff_pickle(head)
     if kind is not None:
@@ -87,7 +101,11 @@ def read_tensor_table(tree: SafeTree, rel: str) -> dict[str, dict]:
         raise HeaderError(CONFORM_004, f"{rel} declares a {length}-byte header but has {size} bytes",
                           f"{size} bytes")
     data, _ = tree.read_head(rel, 8 + length)
-    return parse_header(data[8:], size - 8 - length, rel)
+    table = parse_header(data[8:], size - 8 - length, rel)
+    header = json.loads(data[8:].decode("utf-8"))
+    spans = [(name, info["dtype"], *info["data_offsets"], len(info["shape"])) for name, info in header.items()
+             if name != "__metadata__"]
+    return Header(table, 8 + length, sorted(spans, key=lambda s: s[2]))
 
 
 def parse_header(raw: bytes, data_size: int, rel: str = MODEL_FILE) -> dict[str, dict]:
@@ -142,11 +160,5 @@ def _entry(name: str, info, rel: str):
 def tensor_spans(tree: SafeTree, rel: str) -> tuple[int, list[tuple[str, str, int, int, int]]]:
     """Where each tensor's bytes lie: the data section's start and ``(name, dtype, begin, end, dimensions)`` per
     tensor, offsets relative to it, after ``read_tensor_table`` validated them (``HeaderError`` otherwise)."""
-    read_tensor_table(tree, rel)
-    head, _ = tree.read_head(rel, 8)
-    length = int.from_bytes(head, "little")
-    raw, _ = tree.read_head(rel, 8 + length)
-    header = json.loads(raw[8:].decode("utf-8"))
-    spans = [(name, info["dtype"], *info["data_offsets"], len(info["shape"])) for name, info in header.items()
-             if name != "__metadata__"]
-    return 8 + length, sorted(spans, key=lambda s: s[2])
+    header = read_header(tree, rel)
+    return header.data_start, header.spans
