@@ -204,9 +204,9 @@ def check_open_recipe(opts: RunOptions, ref, hp: dict[str, Any]) -> dict[str, An
     if opts.recipe is None:
         return hp
     opts.recipe.refuse_in_closed(opts.division)
-    import importlib
+    from trainmark.harness.frameworks.quiet_import import import_quietly
 
-    name = importlib.import_module(OPEN_RECIPE_BUILDERS[opts.framework]).check(opts.recipe, ref, hp)
+    name = import_quietly(OPEN_RECIPE_BUILDERS[opts.framework]).check(opts.recipe, ref, hp)
     return hp if name is None else {**hp, "opt_name": name}
 
 

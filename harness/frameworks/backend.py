@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from trainmark.errors import UserError
+from trainmark.harness.frameworks.quiet_import import import_quietly
 
 if TYPE_CHECKING:
     from trainmark.harness.frameworks.distributed import Dist
@@ -92,12 +93,12 @@ def resolve_device(name: str, spec: str):
     """``--device spec`` as framework ``name`` sees this machine (PyTorch's devices, or TensorFlow's GPUs and TPUs)."""
     available(name)
     module, _, _ = BACKENDS[name].partition(":")
-    return importlib.import_module(module).resolve_device(spec)
+    return import_quietly(module).resolve_device(spec)
 
 
 def backend(name: str, device, precision: str, dist: Dist | None = None) -> Backend:
     """The backend ``name`` for one device and precision (``dist``: this rank; None: one process)."""
     available(name)
     module, _, cls = BACKENDS[name].partition(":")
-    kind = getattr(importlib.import_module(module), cls)
+    kind = getattr(import_quietly(module), cls)
     return kind(device, precision) if dist is None else kind(device, precision, dist)

@@ -202,6 +202,9 @@ def run_arguments(p) -> None:
     train.add_argument("--batch-size", type=int, help="global batch size")
     train.add_argument("--seed", type=int, help="base seed; trial k uses seed + k - 1 (default: random, logged)")
     train.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' default location)")
+    train.add_argument("--verbose", action="store_true",
+                       help="show the framework's start-up log (TensorFlow's absl, oneDNN and CUDA lines), hidden "
+                            "by default")
     train.add_argument("--hparam", action="append", default=[], metavar="KEY=VALUE",
                        help="override a hyperparameter (closed division: within the rules' limits)")
     measure = p.add_argument_group("measurement")
@@ -270,6 +273,10 @@ def run_options(args, out: Path, resume: bool = False) -> RunOptions:
     from trainmark.harness.run import RunOptions
 
     hparams = [parse_hparam(h) for h in args.hparam]
+    if getattr(args, "verbose", False):  # read where a framework is imported (harness/frameworks/quiet_import.py)
+        import os
+
+        os.environ["TRAINMARK_VERBOSE"] = "1"
     run_args(args, hparams)  # before anything runs or is written: one-line errors, never half a folder
     return RunOptions(
         benchmark=args.benchmark, out=out, trials=args.trials, division=args.division,
