@@ -7,9 +7,13 @@ POINTS = [{"global_batch_size": 256, "epochs_to_target": [6, 6, 7, 6, 7, 7, 6, 8
 
 
 def test_reference_runs_pass_their_own_check():
+    """Each reference point's own runs pass, and runs reaching the target in half the epochs fail (so a check
+    that passed everything would fail this test)."""
     for p in POINTS:
         v = convergence.check(POINTS, p["global_batch_size"], p["epochs_to_target"][:5])
         assert v.ok, v.message
+        fast = convergence.check(POINTS, p["global_batch_size"], [e // 2 for e in p["epochs_to_target"][:5]])
+        assert fast.ok is False and " < " in fast.message, p["global_batch_size"]
 
 
 def test_too_fast_is_flagged():
