@@ -7,8 +7,10 @@ layers, docs/architecture.md), and a peak a submission writes into trial.json is
 judges an epoch against the peak of the accelerator the system description names.
 
 For a CPU the system description gives no instruction sets, so the bound is the highest FLOPs per cycle any
-instruction set of the table reaches for the precision (AVX-512's 64 for fp32, AMX's 1024 for bf16/fp16):
-an upper bound, which is what "physically impossible" needs.
+instruction set of the table reaches for the precision (AVX-512's 64 for fp32, AMX's 1024 for bf16/fp16), and
+its clock is the fastest any CPU boosts to (``MAX_CPU_CLOCK_GHZ``), since the description's frequency is the
+clock when it was written (an idle core's, on bare metal): an upper bound, which is what "physically
+impossible" needs, and never below an honest run's own peak.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 from trainmark.rules.ruleset import RULES_ROOT
 
 PEAKS_FILE = RULES_ROOT / "peaks.json"
+MAX_CPU_CLOCK_GHZ = 6.2   # the fastest boost clock of a shipping CPU (Intel Core i9-14900KS, 2024 datasheet)
 MAX_NAME = 200   # a device name from a submission, clipped before any regex sees it
 # the dtypes a run's precision may execute in (fp32 on NVIDIA may run as tf32: the higher bounds it)
 PRECISION_DTYPES = {"fp32": ("fp32", "tf32"), "amp-bf16": ("bf16",), "amp-fp16": ("fp16",), "bf16": ("bf16",),
@@ -55,10 +58,11 @@ class PeakTable:
         per_cycle = [fpc for d in _dtypes(precision) for _, fpc in self.cpu_flops_per_cycle.get(d, ())]
         per_cycle += [fpc for _, fpc in self.cpu_flops_per_cycle.get("fp32", ())]  # no bf16 ISA: fp32 rate
         best = max(per_cycle, default=0)
-        if not best or cores <= 0 or ghz <= 0:
+        if not best or cores <= 0:
             return None
-        return Peak(cores * ghz * best / 1000, f"{cores} cores x {ghz:g} GHz x {best} FLOP/cycle (the most any "
-                                                f"instruction set of the table does for {precision})")
+        ghz = max(ghz, MAX_CPU_CLOCK_GHZ)
+        return Peak(cores * ghz * best / 1000, f"{cores} cores x {ghz:g} GHz (the fastest boost clock) x {best} "
+                                                f"FLOP/cycle (the most any instruction set does for {precision})")
 
 
 def _dtypes(precision: str) -> tuple[str, ...]:

@@ -40,6 +40,8 @@ PARSE_ONLY = {
     "package": "writes an archive of the whole folder (tests/test_archive.py)",
     "rules docs": "rewrites docs/rules.md and docs/checker.md in place",
     "rules code-hashes": "rewrites rules/<version>/reference-code.json",
+    "rules flops": "counts every reference's FLOPs (minutes) and rewrites rules/<version>/reference-work.json",
+    "rules peaks": "rewrites rules/peaks.json (tests/test_rules_evidence_38.py runs it with --check)",
 }
 
 # Lines that could not work on this machine whatever their kind: (file, text the command starts with) -> reason.

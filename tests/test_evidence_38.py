@@ -157,9 +157,9 @@ def test_a_peak_raised_in_trial_json_is_work_006(ex, capsys):
     assert rc == 1 and "WORK-006" in errors
 
 
-def test_times_scaled_by_a_tenth_with_the_peak_deleted_are_work_002_against_the_sourced_peak(ex, capsys):
-    """The peak is the described CPU's bound from rules/peaks.json (2 cores x 2.445 GHz x 64 FLOP/cycle), so
-    deleting trial.json's peak_tflops no longer switches WORK-002 off."""
+def test_times_scaled_by_a_twentieth_with_the_peak_deleted_are_work_002_against_the_sourced_peak(ex, capsys):
+    """The peak is the described CPU's bound from rules/peaks.json (2 cores x 6.2 GHz x 64 FLOP/cycle, 0.79
+    TFLOPS; the trial did 0.052), so deleting trial.json's peak_tflops no longer switches WORK-002 off."""
     import forge
 
     bench = forge.bench_dir(ex)
@@ -168,7 +168,7 @@ def test_times_scaled_by_a_tenth_with_the_peak_deleted_are_work_002_against_the_
         t0 = forge.record(records, "run_start")["time_ms"]
         for r in records:
             if r["time_ms"] > t0:
-                r["time_ms"] = t0 + (r["time_ms"] - t0) // 10
+                r["time_ms"] = t0 + (r["time_ms"] - t0) // 20
     forge.edit_records(bench / "result_3.txt", scale)
     forge.resummarize(bench, 3)
     forge.edit_json(bench / "trial_3" / "trial.json", lambda d: d.pop("peak_tflops"))

@@ -121,12 +121,14 @@ def _flops(rules) -> dict:
     try:
         ref = registry.for_rules(rules)
         count, why = backend.backend("pytorch", "cpu", "fp32").step_flops(ref, hp, batch)
-        if not count:  # the meta device cannot run every model (data-dependent ops): count on the CPU as a run
-            import torch  # does, at a batch of 2 (FLOPs grow linearly with the batch; 2 keeps BatchNorm training)
+        # The meta device cannot run every model (data-dependent ops): a mini is then counted on the CPU exactly as
+        # a run counts it, at the default batch (a recurrent reference's synthetic batch is not linear in the batch
+        # size). A full-size model takes too long on a CPU: its entry says why it has none.
+        if not count and rules.data.get("size") == "mini":
+            import torch
 
             from trainmark.harness.frameworks.pytorch_backend import count_step_flops
-            small = count_step_flops(ref, ref.build_model(), {**hp, "global_batch_size": 2}, torch.device("cpu"))
-            count, why = (small * batch // 2 if small else None), why
+            count = count_step_flops(ref, ref.build_model(), hp, torch.device("cpu"))
     except Exception as exc:  # noqa: BLE001 - a reference the counter cannot build is reported, not guessed
         count, why = None, f"{type(exc).__name__}: {exc}"
     return {"flops_per_sample": count / batch if count else None, "flops_per_step": count,

@@ -1,0 +1,39 @@
+"""Issue 38: the data the checker derives a trial's work and peak from (rules/peaks.json, reference-work.json)."""
+from __future__ import annotations
+
+import json
+
+from trainmark.cli import main
+from trainmark.rules import LATEST_VERSION, peaks, reference_work
+
+SUBMISSIONS_RESULT = "submissions/closed/trainmark/results/2xcpu-epyc-zen3/resnet-mini/result_1.txt"
+
+
+def test_peaks_json_is_the_harness_table_as_data(capsys):
+    """rules/peaks.json is written from harness/measure/peaks.py; a table changed without `trainmark rules peaks`
+    fails here."""
+    assert main(["rules", "peaks", "--check"]) == 0, capsys.readouterr().err
+
+
+def test_the_peak_of_a_described_device_and_of_a_cpu():
+    table = peaks.load()
+    h100 = table.device_peak("NVIDIA H100 80GB HBM3", "amp-bf16", 8)
+    assert h100.tflops == 8 * 989.5 and "H100 SXM" in h100.source
+    assert table.device_peak("FastChip 9000", "fp32", 1) is None
+    cpu = table.cpu_peak(2, 2.445, "fp32")   # the described clock is not the turbo: the fastest boost is assumed
+    assert abs(cpu.tflops - 2 * peaks.MAX_CPU_CLOCK_GHZ * 64 / 1000) < 1e-12   # AVX-512's 64 FLOP/cycle
+
+
+def test_reference_work_holds_what_a_reference_run_logged():
+    """The FLOPs per sample the rules ship, times the batch, are the FLOPs per step the harness logged in the
+    committed resnet-mini example (both are the project's FLOP counter)."""
+    from pathlib import Path
+
+    records = [json.loads(line[len(":::MLLOG "):]) for line in
+               (Path(__file__).resolve().parents[1] / SUBMISSIONS_RESULT).read_text().splitlines()]
+    logged = {r["key"]: r["value"] for r in records if r["key"] in ("trainmark_flops_per_step", "train_samples",
+                                                                     "eval_samples", "global_batch_size")}
+    for version in ("1.0", LATEST_VERSION):
+        entry = reference_work.load(version)["resnet-mini"]
+        assert entry["flops_per_sample"] * logged["global_batch_size"] == logged["trainmark_flops_per_step"]
+        assert (entry["train_samples"], entry["eval_samples"]) == (logged["train_samples"], logged["eval_samples"])
