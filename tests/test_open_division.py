@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import shlex
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -136,3 +140,43 @@ def test_tensorflow_twins_honour_keras_optimizers_and_refuse_the_rest():
         tensorflow_open.check(OpenRecipe(optimizer="Adam", lr_schedule="StepLR"), None, {})
     with pytest.raises(UserError, match="keras.optimizers"):
         tensorflow_open.check(OpenRecipe(optimizer="NoSuch"), None, {})
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "open-division.md"
+
+
+def _doc_files(tmp_path: Path) -> Path:
+    """The worked example's files, as docs/open-division.md shows them, written into ``tmp_path/mymodels``."""
+    folder = tmp_path / "mymodels"
+    folder.mkdir()
+    for block in re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S):
+        name = block.splitlines()[0].removeprefix("# mymodels/")
+        (folder / name).write_text(block, encoding="utf-8")
+    return folder
+
+
+def test_the_documented_example_builds_and_its_command_passes_the_preflight(tmp_path, monkeypatch):
+    from trainmark.cli import build_parser
+    from trainmark.cli.arguments import run_options
+    from trainmark.harness import code_record
+    from trainmark.harness.run import prepare
+
+    folder = _doc_files(tmp_path)
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    text = DOC.read_text(encoding="utf-8")
+    command = text[text.index("cd mymodels\n") + len("cd mymodels\n"):].split("\n```")[0].split("\ntrainmark check")[0]
+    argv = shlex.split(command.replace("\\\n", " "))[1:]  # without 'trainmark'
+    args = build_parser().parse_args(argv)
+    prep = prepare(run_options(args, args.out))
+    model = prep.build_model()
+    assert model(torch.zeros(3, 1, 28, 28)).shape == (3, 10)
+    count = sum(p.numel() for p in model.parameters())
+    assert f"small:build (your --model; {count:,} parameters" in text
+    from trainmark.harness.model_line import model_size
+
+    words = model_size(prep)  # the banner's: the model's size beside the reference's
+    assert words.startswith(f"{count:,} parameters, ") and "the reference resnet-mini: 308,538 parameters" in words
+    assert prep.hp["opt_name"] == "adamw" and args.division == "open"
+    assert {"blocks", "small"} <= {Path(p).stem for p in code_record._IMPORTED["small"].values()}
+    assert not (tmp_path / "submission").exists()  # the preflight writes nothing
