@@ -19,7 +19,10 @@ from typing import Any, Protocol
 
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import read_records
+from trainmark.format.model_size import beside_reference, size_words
 from trainmark.format.timeline_read import Replay, Span
+from trainmark.rules import reference_structures
+from trainmark.rules.reference_work import flops_per_step
 
 
 class FolderFiles(Protocol):
@@ -53,6 +56,8 @@ class TrialView:
     precision: str | None = None
     global_batch_size: int | None = None
     framework: str | None = None          # trainmark_framework (None: PyTorch, which logs none before rules 1.0)
+    parameter_count: int | None = None    # trainmark_parameter_count (CONFORM-006 holds it to structure.json)
+    flops_per_step: int | None = None     # trainmark_flops_per_step, as logged
     errors: list[str] = field(default_factory=list)   # rules of the checker's errors in this trial's own files
 
     @property
@@ -72,6 +77,21 @@ class BenchmarkView:
     @property
     def name(self) -> str:
         return self.result["benchmark"]
+
+    @property
+    def model_words(self) -> str | None:
+        """The model its first trial logged: parameters and FLOPs per step, and in the open division the
+        reference's beside them (format/model_size.py: as the run's banner and CONFORM-003 say it)."""
+        logged = next((t for t in self.trials if t.parameter_count is not None), None)
+        if logged is None or self.rules is None:
+            return None
+        reference = self.rules.reference_model["id"]
+        if self.result.get("division") != "open":
+            return f"the reference {reference}: {size_words(logged.parameter_count, logged.flops_per_step)}"
+        shipped = reference_structures.shipped(self.rules) or {}
+        return "your model: " + beside_reference(logged.parameter_count, logged.flops_per_step, reference,
+                                                 shipped.get("parameter_count"),
+                                                 flops_per_step(self.rules, logged.global_batch_size))
 
     @property
     def withheld(self) -> str | None:
@@ -187,6 +207,8 @@ def _trainmark_trials(files: FolderFiles, result: dict, missing: list[str]) -> l
                 view.global_batch_size = e.value
             elif e.key == mllog.FRAMEWORK and isinstance(e.value, str):
                 view.framework = e.value
+            elif e.key in (mllog.PARAMETER_COUNT, mllog.FLOPS_PER_STEP) and type(e.value) is int:
+                setattr(view, "parameter_count" if e.key == mllog.PARAMETER_COUNT else "flops_per_step", e.value)
         views.append(view)
     return views
 

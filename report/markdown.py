@@ -24,6 +24,8 @@ def render_markdown(data: ReportData) -> str:
     else:
         out.append("No benchmark result could be read in this folder.\n")
     for v in data.benchmarks:
+        if v.model_words:
+            out.append(f"**{cell(v.name)}** ({cell(v.result['system'] or '-')}) model: {cell(v.model_words)}.\n")
         if v.missing:
             out.append(f"**{cell(v.name)}** ({cell(v.result['system'] or '-')}): "
                        + "; ".join(cell(m) for m in v.missing) + ".\n")

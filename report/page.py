@@ -189,6 +189,8 @@ def _benchmark(data: ReportData, view: BenchmarkView, anchor: str, system: Syste
              f"<p>Folder: {_folder(data, view)}; system <a href=\"#{system.anchor}\">{escape(system.name)}</a>; "
              f"{escape(r['division'] or 'division unknown')} division, {escape(r['format'])} format, rules "
              f"{escape(str(r.get('rules_version') or '-'))}.</p>"]
+    if view.model_words:
+        parts.append(f"<p>Model: {escape(view.model_words)}.</p>")
     if view.withheld:
         failed = [t for t in view.trials if t.failed]
         parts.append('<div class="failed" role="note"><strong>No score:</strong> '

@@ -180,3 +180,24 @@ def test_the_documented_example_builds_and_its_command_passes_the_preflight(tmp_
     assert prep.hp["opt_name"] == "adamw" and args.division == "open"
     assert {"blocks", "small"} <= {Path(p).stem for p in code_record._IMPORTED["small"].values()}
     assert not (tmp_path / "submission").exists()  # the preflight writes nothing
+
+
+def test_check_and_report_name_the_open_model_beside_the_reference(tmp_path, capsys):
+    """One CONFORM-003 for the folder (not a diff per trial) and the report's model line, both with the model's
+    parameters and FLOPs per step beside the reference's."""
+    from tests import synthetic
+    from trainmark.format import structure
+
+    rules = get_rules("resnet-mini")
+    model = synthetic.tiny_reference_model()
+    synthetic.write_submission(tmp_path / "sub", rules, model, division="open")
+    assert main(["check", str(tmp_path / "sub"), "--json", "-"]) in (0, 1)
+    found = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "CONFORM-003"]
+    params = structure.describe(model)["parameter_count"]
+    assert len(found) == 1 and found[0]["file"].endswith("results/sys1/resnet-mini")
+    assert f"{params:,} parameters, 123.46 MFLOP per step; the reference resnet-mini: 308,538 parameters" in \
+        found[0]["message"]
+    assert main(["report", str(tmp_path / "sub"), "--format", "md", "-o", "-"]) in (0, 1)
+    page = capsys.readouterr().out
+    assert f"model: your model: {params:,} parameters, 123.46 MFLOP per step; the reference resnet-mini: " \
+           "308,538 parameters" in page
