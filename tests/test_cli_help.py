@@ -49,8 +49,8 @@ def test_one_module_per_command_in_the_order_of_the_help():
         assert added == [{"list_benchmarks": "list"}.get(module, module)], (module_name, added)
         names += added
     assert list(_commands(build_parser()).choices) == names
-    assert names == ["run", "list", "calibrate", "rules", "data", "check", "package", "ops", "sweep", "report",
-                     "compare", "table", "scale"]
+    assert names == ["run", "list", "calibrate", "rules", "data", "check", "package", "ops", "sweep", "profile",
+                     "report", "compare", "table", "scale"]
 
 
 def test_list_is_rules_list():
