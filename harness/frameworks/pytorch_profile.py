@@ -229,18 +229,6 @@ def operators(events: list, table: dict[tuple, dict], steps: int) -> tuple[list[
     return out, {"calls_matched": matched / steps, "calls": total / steps}
 
 
-def step_ranges(events: list) -> dict[str, float]:
-    """Seconds per step in the optimizer and in autograd's backward ranges, from the profiler's own
-    ranges (the operators' phases split the same time by operator)."""
-    out = {"backward_range_s": 0.0, "optimizer_range_s": 0.0}
-    for e in events:
-        if e.name.startswith(BACKWARD_PREFIX) and not (e.cpu_parent and e.cpu_parent.name.startswith(BACKWARD_PREFIX)):
-            out["backward_range_s"] += e.cpu_time_total / 1e6
-        elif e.name.startswith(OPTIMIZER_PREFIX) and "step" in e.name:
-            out["optimizer_range_s"] += e.cpu_time_total / 1e6
-    return out
-
-
 def _synchronizer(device: torch.device) -> Callable[[], None]:
     """Waits for the device's queued work (nothing on the CPU), through torch.accelerator."""
     if device.type == "cpu":
@@ -273,5 +261,4 @@ def trace(trainer, next_batch: Callable[[], Any], *, steps: int, warmup: int, de
     rows, join = operators(events, table, steps)
     return {"device_type": device.type, "device_name": _device_name(device), "threads": torch.get_num_threads(),
             "plain_step_s": plain, "profiled_step_s": wall / steps, "data_wait_s": waited / steps,
-            "operators": rows, "join": join, "ranges": step_ranges(events),
-            "census_flops": sum(v["flops"] * v["calls"] for v in table.values())}
+            "operators": rows, "join": join}

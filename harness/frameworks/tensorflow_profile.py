@@ -211,5 +211,4 @@ def trace(trainer, next_batch: Callable[[], Any], *, steps: int, warmup: int, de
     space, wall, waited = profiled(trainer.step, next_batch, steps, trainer.loss_value)
     rows, join = operators(_op_events(space), _graph_ops(graph), steps)
     return {"device_type": "cpu", "device_name": None, "threads": None, "plain_step_s": plain,
-            "profiled_step_s": wall / steps, "data_wait_s": waited / steps, "operators": rows, "join": join,
-            "ranges": {}, "census_flops": None}
+            "profiled_step_s": wall / steps, "data_wait_s": waited / steps, "operators": rows, "join": join}
