@@ -44,6 +44,10 @@ class Reevaluation:
     its data folder, as ``--data-dir`` does for ``trainmark run``; absent, the rules' env var or default."""
     data_dirs: dict[str | None, Path] = field(default_factory=dict)
     device: str = "cpu"
+    # False: every trial through the PyTorch reference, a TensorFlow trial too (its weights are saved in the
+    # reference's names and layouts; the committed TensorFlow examples give exactly their logged metric), which
+    # spares importing TensorFlow for the default check; True: a TensorFlow trial through its Keras twin
+    twins: bool = True
     setup_seconds: dict[tuple, float] = field(default_factory=dict)  # building each evaluator (data and model)
     _evaluators: dict[tuple, object] = field(default_factory=dict)
     _data: dict[tuple, tuple[Path, str | None]] = field(default_factory=dict)
@@ -97,7 +101,8 @@ class Reevaluation:
         ``refused``, with the reason."""
         from trainmark.harness.frameworks.pytorch_reevaluate import WeightsRefused
 
-        framework = framework if framework in EVALUATORS and framework in rules.implementations else "pytorch"
+        known = self.twins and framework in EVALUATORS and framework in rules.implementations
+        framework = framework if known else "pytorch"
         evaluator = self.evaluator(rules, framework, evaluation_precision(precision))
         start = time.perf_counter()
         try:

@@ -79,3 +79,36 @@ def test_every_trial_of_every_benchmark_with_reevaluate(tmp_path):
     assert len(spy.handed) == 5 and len(set(spy.handed)) == 5
     assert {f.rule for f in report.findings if f.rule.startswith("REEVAL")} == {"REEVAL-001"}
     assert error_codes({"findings": [f.to_dict() for f in report.findings]}) >= {"REEVAL-001"}
+
+
+def test_the_default_scores_a_tensorflow_trial_with_the_pytorch_reference(monkeypatch):
+    """The default spares importing TensorFlow: twins=False sends every trial to the PyTorch reference."""
+    from trainmark.harness.reevaluate import Reevaluation
+
+    asked = []
+
+    class Stub:
+        def measure(self, weights):
+            return 0.5
+
+    def evaluator(self, rules, framework, precision):
+        asked.append((framework, precision))
+        return Stub()
+    monkeypatch.setattr(Reevaluation, "evaluator", evaluator)
+    rules = get_rules("resnet-mini")
+    Reevaluation(twins=False).measure(rules, "tensorflow", "amp-bf16", b"")
+    Reevaluation(twins=True).measure(rules, "tensorflow", "fp32", b"")
+    Reevaluation(twins=True).measure(rules, "jax", "fp32", b"")  # a name the rules do not implement: PyTorch
+    assert asked == [("pytorch", "amp"), ("tensorflow", "fp32"), ("pytorch", "fp32")]
+
+
+@needs_fashion_mnist
+def test_a_tensorflow_trials_weights_give_its_logged_metric_through_the_pytorch_reference(tmp_path):
+    import json
+
+    from trainmark.harness.reevaluate import Reevaluation
+
+    trial = bench_dir(example(tmp_path, system="2xcpu-epyc-zen3-tf"), system="2xcpu-epyc-zen3-tf") / "trial_2"
+    measured = Reevaluation(twins=False).measure(get_rules("resnet-mini"), "tensorflow", "fp32",
+                                                 (trial / "model.safetensors").read_bytes())
+    assert measured.metric == json.loads((trial / "trial.json").read_text())["final_metric"]

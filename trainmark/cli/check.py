@@ -257,4 +257,7 @@ def reevaluation(args: argparse.Namespace):
     from trainmark.harness.reevaluate import Reevaluation
 
     scope = EVERY if args.reevaluate else DEFAULT_REEVALUATION
-    return None if scope == NONE else Reevaluate(Reevaluation(data_dirs(args.data_dir), args.device), scope)
+    if scope == NONE:
+        return None
+    # the default spares TensorFlow: a TensorFlow trial's weights are scored by the PyTorch reference
+    return Reevaluate(Reevaluation(data_dirs(args.data_dir), args.device, twins=scope == EVERY), scope)
