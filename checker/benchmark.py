@@ -7,21 +7,19 @@ cross-trial rules, model conformity, and finally the scores.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import chain
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trainmark.checker.checks import conformity, curve, distinct, energy, evidence_work, ranks, work_time
 from trainmark.checker.checks import mllog as mllog_check
 from trainmark.checker.checks import trials as trials_check
 from trainmark.checker.checks.agreement import check_agreement
 from trainmark.checker.checks.epochs import check_epochs_log
+from trainmark.checker.checks.judgement import BenchmarkResult, Check, Judgement, TrainmarkContext
 from trainmark.checker.checks.spread import check_spread
 from trainmark.checker.checks.trial_json import check_trial_json
 from trainmark.checker.checks.trials import TRIAL_001
 from trainmark.checker.mlperf import compliance_rules
-from trainmark.checker.mlperf.compliance_configs import ALLOWLIST
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.read.evidence import BenchmarkEvidence, TrialFolder, read_benchmark
 from trainmark.checker.read.json_file import LAYOUT_003
@@ -70,57 +68,8 @@ CODE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", "
                  ".py", ".pyc", ".sh", ".so", ".exe", ".dll", ".onnx")
 
 
-@dataclass
-class TrainmarkContext:
-    """What every benchmark check shares: rules, the reference models, generated rule files."""
-    rules_for: Any                                  # (benchmark, version | None) -> BenchmarkRules | None
-    references: conformity.ReferenceStructures
-    compliance_dir: Path
-    notes: list[str] = field(default_factory=list)
-    _configs: dict = field(default_factory=dict)
-    systems: dict = field(default_factory=dict)     # (submitter, system) -> its system description (or None)
-
-    def compliance_file(self, rules: BenchmarkRules, division: str) -> str:
-        key = (rules.name, rules.version, division, str(rules.path))
-        if key not in self._configs:
-            path = compliance_rules.write_compliance_file(rules, division, self.compliance_dir)
-            ALLOWLIST.add_generated(path, compliance_rules.compliance_yaml(rules, division))
-            self._configs[key] = str(path)
-        return self._configs[key]
-
-
-@dataclass
-class BenchmarkResult:
-    format: str
-    path: str
-    benchmark: str
-    division: str | None
-    submitter: str | None
-    system: str | None
-    rules_version: str | None = None
-    trials: list[dict] = field(default_factory=list)
-    score: dict = field(default_factory=dict)
-
-
 def _join(*parts: str) -> str:
     return "/".join(p for p in parts if p)
-
-
-@dataclass
-class Judgement:
-    """What the checks of one benchmark folder established so far; each check reads and adds to it."""
-    ctx: TrainmarkContext
-    result: BenchmarkResult
-    rules: BenchmarkRules = None          # type: ignore[assignment]  # set by choose_rules before any check reads it
-    division: str = "closed"
-    done: bool = False                    # no rules to judge by: the checks after choose_rules do not run
-    records: dict[int, TrialRecord] = field(default_factory=dict)    # recomputed trials, by number
-    ordered: list[TrialRecord] = field(default_factory=list)         # the same, in trial order
-    telemetry: dict = field(default_factory=dict)                    # trial -> its readable telemetry series
-    other_load: dict[int, float | None] = field(default_factory=dict)  # trial -> other CPU load in trial.json
-
-
-Check = Callable[[BenchmarkEvidence, Judgement, Findings], None]
 
 
 def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: TrainmarkContext,
@@ -238,10 +187,6 @@ def check_text_log(ev: BenchmarkEvidence, judged: Judgement, findings: Findings)
         check_agreement(text_lines, ev.epochs_log.rel, judged.records, findings)
 
 
-def check_numbering(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    trials_check.check_numbering(sorted(ev.listing.results), ev.folder.rel, judged.rules, findings)
-
-
 def check_trial_dirs_without_results(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     results = ev.listing.results
     for k in sorted(ev.listing.trial_dirs.keys() - results.keys()):
@@ -251,34 +196,10 @@ def check_trial_dirs_without_results(ev: BenchmarkEvidence, judged: Judgement, f
                          expected=layout.result_file(k), seen="missing")
 
 
-def check_seeds(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    trials_check.check_seeds(judged.ordered, findings)
-
-
-def check_targets(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    trials_check.check_targets(judged.ordered, ev.folder.rel, judged.rules, findings)
-
-
-def check_convergence(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    trials_check.check_convergence(judged.ordered, ev.folder.rel, judged.rules, judged.division, findings)
-
-
 def check_energy(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """ENERGY-* and TELEMETRY-* of every trial; keeps the telemetry series for the time checks."""
     judged.telemetry = energy.check_benchmark(ev.folder.rel, ev.events_by_trial(), ev.trials, findings,
                                               judged.rules.max_init_seconds.get(judged.division))
-
-
-def check_same_settings(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    trials_check.check_same_settings(judged.ordered, ev.folder.rel, judged.rules, judged.division, findings)
-
-
-def check_trial_outcomes(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    trials_check.check_trial_outcomes(judged.ordered, findings)
-
-
-def check_curves(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    curve.check_curves(judged.ordered, judged.rules, judged.division, findings)
 
 
 def check_trial_folders(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
@@ -336,10 +257,6 @@ def _check_trial_folder(ev: BenchmarkEvidence, trial: TrialFolder, judged: Judge
     return desc
 
 
-def check_curves_distinct(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    distinct.check_curves_distinct(judged.ordered, findings)
-
-
 def score(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """The scores (verdict/scoring.py), SPREAD-001 on them, and each trial's recomputed figures."""
     scoring, result = judged.rules.scoring, judged.result
@@ -354,9 +271,9 @@ def score(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
 # takes (evidence, judgement, findings) and goes where what it reads of the judgement is established.
 CHECKS: list[Check] = [
     check_listing, check_result_reading, choose_rules, check_result_files, check_ranks, check_interrupted,
-    check_text_log, check_numbering, check_trial_dirs_without_results, check_seeds, check_targets,
-    check_convergence, check_energy, check_same_settings, check_trial_outcomes, check_curves, check_trial_folders,
-    check_curves_distinct, score,
+    check_text_log, trials_check.check_numbering, check_trial_dirs_without_results, trials_check.check_seeds,
+    trials_check.check_targets, trials_check.check_convergence, check_energy, trials_check.check_same_settings,
+    trials_check.check_trial_outcomes, curve.check_curves, check_trial_folders, distinct.check_curves_distinct, score,
 ]
 
 

@@ -13,6 +13,7 @@ import pytest
 import synthetic
 
 from trainmark.checker.check import CheckOptions, check_path
+from trainmark.checker.pack import write_archive
 from trainmark.checker.read import archive
 from trainmark.checker.read.archive import ArchiveLimits
 from trainmark.checker.verdict.findings import Findings
@@ -65,13 +66,13 @@ def test_package_then_check_the_archive(clean_submission, tmp_path, private_tmp,
     assert list(private_tmp.iterdir()) == []  # the temporary folder is gone
     # the same archive again: byte-identical (sorted members, no owner, gzip time 0)
     again = tmp_path / "again.tar.gz"
-    archive.write_archive(clean_submission, again)
+    write_archive(clean_submission, again)
     assert again.read_bytes() == out.read_bytes()
     assert len((tmp_path / "SHA256SUMS").read_text().splitlines()) == 2
 
 
 def test_package_of_a_submitter_folder_keeps_the_division(clean_submission, tmp_path):
-    out, _, _ = archive.write_archive(clean_submission / "closed" / "acme", tmp_path / "s.tar.gz")
+    out, _, _ = write_archive(clean_submission / "closed" / "acme", tmp_path / "s.tar.gz")
     with tarfile.open(out) as tar:
         assert all(n.startswith("closed/acme") for n in tar.getnames())
 

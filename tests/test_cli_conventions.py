@@ -208,7 +208,7 @@ def test_output_file_keeps_the_text_report_on_the_terminal(broken, tmp_path, cap
 
 
 def test_sarif_of_an_archive_points_into_the_archive_in_its_folder(broken, tmp_path, capsys):
-    from trainmark.checker.read.archive import write_archive
+    from trainmark.checker.pack import write_archive
 
     tgz, _, _ = write_archive(broken, tmp_path / "broken.tar.gz")
     assert main(["check", str(tgz), "--format", "sarif", *RULES]) == 1

@@ -107,7 +107,7 @@ def test_missing_energy_gives_no_ratio_and_says_why(base, tmp_path):
 
 
 def test_an_archive_compares_like_its_folder(base, slower, tmp_path, capsys):
-    from trainmark.checker.read.archive import write_archive
+    from trainmark.checker.pack import write_archive
 
     tgz, _, _ = write_archive(base, tmp_path / "base.tar.gz")
     assert main(["compare", str(tgz), str(slower), "--threshold", "0.1", "--json", "--rules-dir", str(TEST_RULES)]) == 1

@@ -229,7 +229,7 @@ def test_cli_unreadable_input_exits_2(tmp_path, capsys):
 
 
 def test_an_archive_is_reported_like_its_folder(clean_submission, tmp_path):
-    from trainmark.checker.read.archive import write_archive
+    from trainmark.checker.pack import write_archive
 
     tgz, _, _ = write_archive(clean_submission, tmp_path / "sub.tar.gz")
     data = collect(tgz, TINY)

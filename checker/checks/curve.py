@@ -12,12 +12,12 @@ use are not judged (CONVERGE-002 already says so for batch sizes).
 """
 from __future__ import annotations
 
-from trainmark.checker.read.trial_record import TrialRecord
+from trainmark.checker.checks.judgement import Judgement
+from trainmark.checker.read.evidence import BenchmarkEvidence
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import mllog
 from trainmark.rules.convergence import band_for
-from trainmark.rules.ruleset import BenchmarkRules
 
 CURVE_001 = rule(
     "CURVE-001", WARNING, "a trial's metric leaves the reference band of the calibration trials by more than the "
@@ -46,7 +46,8 @@ def outside(metric: float, low: float, high: float) -> float:
     return max(low - metric, metric - high, 0.0)
 
 
-def check_curves(records: list[TrialRecord], rules: BenchmarkRules, division: str, findings: Findings) -> None:
+def check_curves(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    records, rules, division = judged.ordered, judged.rules, judged.division
     spec = rules.data.get("curve_band")
     if not spec or division != "closed":
         return

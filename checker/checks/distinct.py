@@ -24,6 +24,8 @@ import math
 
 import numpy as np
 
+from trainmark.checker.checks.judgement import Judgement
+from trainmark.checker.read.evidence import BenchmarkEvidence
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.read.weights import Weights
 from trainmark.checker.verdict.findings import Findings
@@ -102,8 +104,9 @@ def check_weights_distinct(digests: dict[int, tuple[str, Weights]], seeds: dict[
                 break
 
 
-def check_curves_distinct(records: list[TrialRecord], findings: Findings) -> None:
+def check_curves_distinct(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """Identical metric curves (3+ evaluations) under different seeds: WORK-004."""
+    records = judged.ordered
     first_with: dict[tuple, TrialRecord] = {}
     for rec in records:
         curve = tuple((ev.epoch, ev.accuracy) for ev in rec.evals)

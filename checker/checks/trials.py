@@ -1,7 +1,9 @@
 """Rules over all trials of a benchmark: numbering, count, seeds, target, hyperparameters."""
 from __future__ import annotations
 
+from trainmark.checker.checks.judgement import Judgement
 from trainmark.checker.mlperf.compliance_rules import HPARAM_003
+from trainmark.checker.read.evidence import BenchmarkEvidence
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
@@ -108,9 +110,10 @@ HPARAM_005 = rule(
     good="one setting for all trials", module=__name__)
 
 
-def check_numbering(trials: list[int], folder_rel: str, rules: BenchmarkRules | None, findings: Findings) -> None:
+def check_numbering(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """Trials are 1..n without gaps, and n is the rules' trial count: one finding per problem, so a
     missing trial is TRIAL-001 alone, and TRIAL-002 names only trials beyond the rules' count."""
+    trials, folder_rel, rules = sorted(ev.listing.results), ev.folder.rel, judged.rules
     present = set(trials)
     expected_count = int(rules.trials) if rules is not None else 0
     asked = f"; the rules of {rules.name} ask for {rules.trials} trials" if rules is not None else ""
@@ -125,7 +128,8 @@ def check_numbering(trials: list[int], folder_rel: str, rules: BenchmarkRules | 
                      expected=rules.trials, seen=len(present))
 
 
-def check_seeds(records: list[TrialRecord], findings: Findings) -> None:
+def check_seeds(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    records = judged.ordered
     first_with: dict[int, TrialRecord] = {}
     for rec in records:
         seed = rec.value(mllog.SEED)
@@ -140,7 +144,8 @@ def check_seeds(records: list[TrialRecord], findings: Findings) -> None:
             first_with[seed] = rec
 
 
-def check_targets(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, findings: Findings) -> None:
+def check_targets(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
+    records, folder_rel, rules = judged.ordered, ev.folder.rel, judged.rules
     missed = [r for r in records if not r.converged]
     for rec in missed:
         findings.add(TARGET_002, rec.rel, f"trial {rec.trial} ended at {rules.metric['name']} "
@@ -176,8 +181,7 @@ def check_hyperparameters(record: TrialRecord, rules: BenchmarkRules, division: 
                      expected=refusal.allowed, seen=record.value(refusal.key))
 
 
-def check_convergence(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, division: str,
-                      findings: Findings) -> None:
+def check_convergence(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """Closed division: epochs-to-target no faster than the reference convergence points allow.
 
     Each trial is judged against the reference at its own logged batch size: trials are grouped by
@@ -188,6 +192,7 @@ def check_convergence(records: list[TrialRecord], folder_rel: str, rules: Benchm
     Only rules that carry no points at all (a full-size benchmark not yet calibrated) say so as a
     warning (CONVERGE-002): there the rules release, not the submitter, lacks the evidence.
     """
+    records, folder_rel, rules, division = judged.ordered, ev.folder.rel, judged.rules, judged.division
     if division != "closed":
         return
     if not rules.convergence["points"]:
@@ -248,9 +253,9 @@ def trial_settings(record: TrialRecord, rules: BenchmarkRules) -> dict[str, obje
     return {**hyperparameters(record, rules), mllog.PRECISION: record.value(mllog.PRECISION)}
 
 
-def check_same_settings(records: list[TrialRecord], folder_rel: str, rules: BenchmarkRules, division: str,
-                        findings: Findings) -> None:
+def check_same_settings(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """Trials of one benchmark differ only in their seed: a mixed set is not one result."""
+    records, rules, division = judged.ordered, judged.rules, judged.division
     if not records:
         return
     first = records[0]
@@ -269,8 +274,9 @@ def _same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
-def check_trial_outcomes(records: list[TrialRecord], findings: Findings) -> None:
+def check_trial_outcomes(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """A crashed or interrupted trial is not a result: it can never count as an allowed miss."""
+    records = judged.ordered
     for rec in records:
         summary = rec.value(mllog.TRIAL_RESULT)
         status = summary.get("status") if isinstance(summary, dict) else None

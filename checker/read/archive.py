@@ -22,12 +22,9 @@ import contextlib
 import gzip
 import io
 import lzma
-import os
 import posixpath
 import signal
-import stat
 import tarfile
-import tempfile
 import threading
 import zlib
 from dataclasses import dataclass
@@ -36,9 +33,6 @@ from typing import Callable, Iterator
 
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
-from trainmark.digest import sha256_file
-from trainmark.errors import UserError
-from trainmark.format.layout import DIVISIONS, RESULTS_DIR, SYSTEMS_DIR
 
 ARCHIVE_001 = rule(
     "ARCHIVE-001", ERROR, "the archive cannot be read as a tar archive (plain, gzip, bzip2 or xz)",
@@ -109,89 +103,6 @@ class ArchiveLimits:
     max_total_bytes: int = 16 * GiB
     max_ratio: float = 100.0         # logs compress about 10:1, weights barely; zeros about 1000:1
     ratio_from_bytes: int = 1 << 20  # smaller members (and archives) are not judged: they cannot be bombs
-
-
-# -- writing ------------------------------------------------------------------------------
-def _archive_prefix(folder: Path) -> list[str]:
-    """Member-name prefix that keeps the names above ``folder`` which carry meaning."""
-    entries = {p.name for p in folder.iterdir() if p.is_dir() and not p.is_symlink()}
-    if entries & set(DIVISIONS):
-        return []                                        # a submission root
-    if folder.name in DIVISIONS:
-        return [folder.name]                             # a division
-    if entries & {SYSTEMS_DIR, RESULTS_DIR}:
-        parent = folder.parent.name
-        return [parent, folder.name] if parent in DIVISIONS else [folder.name]   # a submitter
-    if any((folder / d / RESULTS_DIR).is_dir() or (folder / d / SYSTEMS_DIR).is_dir() for d in entries):
-        return [folder.name]  # MLPerf's layout, a folder of submitters: its name may carry the version
-    raise UserError(f"{folder}: not a submission root (closed/, open/), a division or a submitter folder "
-                    "(systems/, results/); package one of those")
-
-
-def _members(folder: Path, skip: set[Path]) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames.sort()
-        here = Path(dirpath)
-        for name in [*dirnames, *sorted(filenames)]:
-            path = here / name
-            if path.resolve() in skip:
-                continue
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise UserError(f"{path}: a link or special file; a submission holds regular files and folders only")
-            yield path
-
-
-def write_archive(folder: Path, out: Path) -> tuple[Path, str, int]:
-    """Write ``out`` (.tar.gz) from ``folder`` atomically; returns (path, sha256, member count)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise UserError(f"{folder} is not a folder")
-    out = Path(out)
-    if not out.name.endswith((".tar.gz", ".tgz")):
-        raise UserError(f"-o {out}: name the archive NAME.tar.gz")
-    prefix = _archive_prefix(folder)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    count = 0
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz, \
-                    tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                for path in _members(folder, {out.resolve(), Path(tmp).resolve()}):
-                    info = tar.gettarinfo(str(path), arcname="/".join([*prefix, path.relative_to(folder).as_posix()]))
-                    info.uid = info.gid = 0
-                    info.uname = info.gname = ""
-                    info.mode = 0o755 if info.isdir() else 0o644
-                    if info.isdir():
-                        tar.addfile(info)
-                    else:
-                        with open(path, "rb") as f:
-                            tar.addfile(info, f)
-                    count += 1
-            raw.flush()
-            os.fsync(raw.fileno())
-        digest = sha256_file(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _update_sums(out.parent / "SHA256SUMS", out.name, digest)
-    return out, digest, count
-
-
-def _update_sums(sums: Path, name: str, digest: str) -> None:
-    """Add or replace ``name``'s line in ``SHA256SUMS`` (``sha256sum -c`` format); other lines stay."""
-    lines = []
-    if sums.is_file():
-        lines = [ln for ln in sums.read_text(encoding="utf-8").splitlines()
-                 if ln and ln.split(maxsplit=1)[-1].lstrip("*") != name]
-    lines.append(f"{digest}  {name}")
-    fd, tmp = tempfile.mkstemp(prefix=".SHA256SUMS.", dir=sums.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("".join(ln + "\n" for ln in sorted(lines, key=lambda ln: ln.split(maxsplit=1)[-1])))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, sums)
 
 
 # -- reading ------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def _checked(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainmark.checker.read.archive import write_archive
+    from trainmark.checker.pack import write_archive
 
     if str(args.output) == "-":
         raise UserError("-o -: package writes an archive file and its SHA256SUMS line; name the file")
