@@ -108,6 +108,7 @@ def test_auto_and_an_index_resolve_through_the_generic_api(monkeypatch):
 def test_the_cpu_path_goes_through_the_seam(monkeypatch):
     """A CPU trainer's amp steps go through pytorch_device: autocast dtype, autocast, step hook, synchronize."""
     from conftest import TEST_RULES, TinyTest
+
     from trainmark.harness.frameworks import pytorch_backend
     from trainmark.rules import get_rules
 
