@@ -171,10 +171,6 @@ def check_ranks(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) ->
     ranks.check_ranks(ev.events_by_trial(), ev.folder.rel, findings)  # world size, batch split, writers, nodes
 
 
-def check_interrupted(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
-    mllog_check.check_interrupted_attempts(judged.records, ev.interrupted, ev.folder.rel, findings)  # TRIAL-004
-
-
 def check_text_log(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """The text log on its own, then its agreement with the MLLOG files (LAYOUT-003 when missing)."""
     if ev.epochs_log is None:
@@ -270,10 +266,25 @@ def score(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
 # Every check of a trainmark benchmark folder, in the order they run (the order of the findings). A new check
 # takes (evidence, judgement, findings) and goes where what it reads of the judgement is established.
 CHECKS: list[Check] = [
-    check_listing, check_result_reading, choose_rules, check_result_files, check_ranks, check_interrupted,
-    check_text_log, trials_check.check_numbering, check_trial_dirs_without_results, trials_check.check_seeds,
-    trials_check.check_targets, trials_check.check_convergence, check_energy, trials_check.check_same_settings,
-    trials_check.check_trial_outcomes, curve.check_curves, check_trial_folders, distinct.check_curves_distinct, score,
+    check_listing,                              # TRIAL-001 (result_0.txt), HOSTILE-005, LAYOUT-004
+    check_result_reading,                       # LAYOUT-003, MLLOG-001.. met reading each result file
+    choose_rules,                               # RULES-001, LAYOUT-006: without rules the checks end here
+    check_result_files,                         # the compliance engine and MLLOG-*, each trial recomputed
+    check_ranks,                                # RANK-*
+    mllog_check.check_interrupted_attempts,     # TRIAL-004
+    check_text_log,                             # EPOCHLOG-*, AGREE-*
+    trials_check.check_numbering,               # TRIAL-001, TRIAL-002
+    check_trial_dirs_without_results,           # LAYOUT-003
+    trials_check.check_seeds,                   # SEED-*
+    trials_check.check_targets,                 # TARGET-*
+    trials_check.check_convergence,             # CONVERGE-*
+    check_energy,                               # ENERGY-*, TELEMETRY-*
+    trials_check.check_same_settings,           # HPARAM-*, the trials' settings
+    trials_check.check_trial_outcomes,          # TRIAL-003
+    curve.check_curves,                         # CURVE-*
+    check_trial_folders,                        # trial folders: TRIALJSON-*, WORK-*, CONFORM-*
+    distinct.check_curves_distinct,             # WORK-004 by curves
+    score,                                      # the scores, SPREAD-001, the trial summaries
 ]
 
 

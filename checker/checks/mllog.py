@@ -11,9 +11,10 @@ import posixpath
 from typing import Any
 
 from trainmark import RESULT_FORMAT_VERSION
+from trainmark.checker.checks.judgement import Judgement
 from trainmark.checker.mlperf.compliance_configs import refused_findings
 from trainmark.checker.mlperf.engine import EngineResult
-from trainmark.checker.read.evidence import Attempt
+from trainmark.checker.read.evidence import Attempt, BenchmarkEvidence
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
@@ -220,10 +221,10 @@ def check_format_version(record: TrialRecord, rules_version: str, findings: Find
                      expected=f"an integer 1..{RESULT_FORMAT_VERSION}", seen=value)
 
 
-def check_interrupted_attempts(records: dict[int, TrialRecord], interrupted: dict[str, Attempt], bench_rel: str,
-                               findings: Findings) -> None:
+def check_interrupted_attempts(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """Every interrupted attempt a trial's MLLOG names is still in ``interrupted/`` (TRIAL-004): a trial
     restarted until it was fast enough leaves a trace a reviewer sees."""
+    records, interrupted, bench_rel = judged.records, ev.interrupted, ev.folder.rel
     for k, record in sorted(records.items()):
         attempts = record.value(mllog.INTERRUPTED_ATTEMPTS)
         if attempts is None and mllog.INTERRUPTED_ATTEMPTS not in record.points:
