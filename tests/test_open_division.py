@@ -140,6 +140,19 @@ def test_tensorflow_twins_honour_keras_optimizers_and_refuse_the_rest():
         tensorflow_open.check(OpenRecipe(optimizer="Adam", lr_schedule="StepLR"), None, {})
     with pytest.raises(UserError, match="keras.optimizers"):
         tensorflow_open.check(OpenRecipe(optimizer="NoSuch"), None, {})
+    from trainmark.harness.frameworks import backend
+    from trainmark.reference import registry
+
+    rules = get_rules("resnet-mini")
+    ref = registry.for_rules(rules)
+    twin = backend.backend("tensorflow", backend.resolve_device("tensorflow", "cpu"), "fp32").trainer(
+        ref, None, {**rules.defaults(), "global_batch_size": 16}, None, 3, count_flops=False,
+        recipe=OpenRecipe(optimizer="AdamW", optimizer_args={"beta_1": 0.8}))
+    assert type(twin.twin.optimizer).__name__ == "AdamW" and float(twin.twin.optimizer.beta_1) == pytest.approx(0.8)
+    twin.step(twin.prepare(ref.synthetic_batch(16)))
+    assert int(twin.twin.optimizer.iterations) == 1  # the named optimizer is the one that stepped
+    assert twin.open_settings == [(mllog.OPEN_OPTIMIZER, {"name": "AdamW", "module": "keras.optimizers",
+                                                          "args": {"beta_1": 0.8}})]
 
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "open-division.md"
@@ -201,3 +214,15 @@ def test_check_and_report_name_the_open_model_beside_the_reference(tmp_path, cap
     page = capsys.readouterr().out
     assert f"model: your model: {params:,} parameters, 123.46 MFLOP per step; the reference resnet-mini: " \
            "308,538 parameters" in page
+
+
+def test_run_help_documents_the_open_division_options(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    group = text[text.index("open division (with --division open; docs/open-division.md):"):]
+    for words in ("--model MODULE:CALLABLE", "zero-argument function returning an nn.Module",
+                  "imported from the current folder", "--optimizer NAME", "torch.optim", "--lr-schedule NAME",
+                  "stepped once per training step", "--augment NAME[,NAME]", "torchvision.transforms.v2"):
+        assert words in group, words
