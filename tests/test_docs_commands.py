@@ -110,9 +110,9 @@ def _trainmark_argv(tokens: list[str]) -> tuple | None:
     if tokens and tokens[0] in ("trainmark", ".venv/bin/trainmark"):  # the README's quick start calls the venv's
         return tuple(tokens[1:])
     for i in range(len(tokens) - 1):
-        if tokens[i] == "-m" and tokens[i + 1] == "trainmark" and any(
+        if tokens[i] in ("-m", "--no-python") and tokens[i + 1] == "trainmark" and any(
                 t.rsplit("/", 1)[-1] in ("torchrun", "python", "python3") for t in tokens[:i]):
-            return tuple(tokens[i + 2:])
+            return tuple(tokens[i + 2:])  # `torchrun ... --no-python trainmark`: the console script
     return None
 
 
