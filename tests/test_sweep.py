@@ -191,12 +191,36 @@ def test_no_energy_meter_means_null_energy_with_reason(tmp_path):
     assert not (tmp_path / "energy.png").exists()
 
 
-def test_cpu_peak_memory_is_reported():
+def _fake_proc(tmp_path, status="Name:\tpython\nVmHWM:\t  204800 kB\nVmRSS:\t  1024 kB\n"):
+    """A stand-in for /proc/self: a writable clear_refs and a status file (the CPU's peak-RSS fallback)."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "clear_refs").write_text("")
+    (proc / "status").write_text(status)
+    return proc
+
+
+def test_cpu_peak_memory_is_reported(tmp_path, monkeypatch):
+    """On the CPU the sweep resets the process's peak RSS (clear_refs <- 5) and reports VmHWM: here from a fake
+    /proc, so a kernel without clear_refs cannot turn a regression into a skip."""
+    proc = _fake_proc(tmp_path)
+    real = oom.PeakMemory
+    monkeypatch.setattr(oom, "PeakMemory", lambda device: real(device, proc=str(proc)))
     result = sweep.run_sweep(TinyRef(), {}, "cpu", _settings(batch_sizes=[4]), peak=None)
     p = result["points"][0]
-    if p["peak_memory_method"] is None:
-        pytest.skip("this kernel does not let a process reset its peak RSS")
-    assert p["peak_memory_method"] == "process-peak-rss" and p["peak_memory_bytes"] > 10 * 2**20
+    assert (p["peak_memory_method"], p["peak_memory_bytes"]) == ("process-peak-rss", 204800 * 1024)
+    assert (proc / "clear_refs").read_text() == "5"
+
+
+def test_cpu_peak_memory_fallback_says_why_it_has_none(tmp_path):
+    missing = oom.PeakMemory(torch.device("cpu"), proc=str(tmp_path / "absent"))
+    missing.begin()
+    assert missing.method is None and missing.reason.startswith("cannot reset the peak RSS")
+    assert missing.end() is None
+    no_line = oom.PeakMemory(torch.device("cpu"), proc=str(_fake_proc(tmp_path, status="Name:\tpython\n")))
+    no_line.begin()
+    assert no_line.method == "process-peak-rss"
+    assert no_line.end() is None and (no_line.method, no_line.reason) == (None, "no VmHWM line in /proc/self/status")
 
 
 def test_cli_sweep_resnet_mini(tmp_path, capsys):
