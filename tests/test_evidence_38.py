@@ -195,3 +195,14 @@ def test_an_accelerator_the_peak_table_lacks_is_work_007_never_a_silent_pass(ex,
     _describe(ex, accelerators_per_node="1", accelerator_model_name="FastChip 9000")
     _, _, report = _check(ex, capsys)
     assert any(f["rule"] == "WORK-007" and "not judged" in f["message"] for f in report["findings"])
+
+
+def test_a_telemetry_period_claimed_shorter_than_the_rows_is_telemetry_006(ex, capsys):
+    """trial.json's telemetry.period_s set to 0.5 (the row count would then admit twice the rows): the rows of
+    telemetry.csv are one a second."""
+    import forge
+
+    forge.edit_json(forge.bench_dir(ex) / "trial_2" / "trial.json", lambda d: d["telemetry"].update(period_s=0.5))
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "TELEMETRY-006" in errors
+    assert any("sampled every" in f["message"] for f in report["findings"] if f["rule"] == "TELEMETRY-006")

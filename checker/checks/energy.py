@@ -127,6 +127,8 @@ def check_benchmark(folder_rel: str, events_by_trial: dict[int, list[Event]],
             series_by_trial[k] = series
             evidence_timeline.check_coverage(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings,
                                              max_init_s)  # TELEMETRY-007
+            evidence_timeline.check_period(series, events, _period(trial), _join(trial_rel, telemetry_check.FILE_NAME),
+                                           findings)  # TELEMETRY-006: the claimed period is the rows'
             check_power(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings)
     return series_by_trial
 

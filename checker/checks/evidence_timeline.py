@@ -18,7 +18,9 @@ and a time forged consistently in every file is not detectable from the folder.
 from __future__ import annotations
 
 import bisect
+import statistics
 
+from trainmark.checker.checks.telemetry import TELEMETRY_006
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
@@ -30,6 +32,9 @@ EPOCH_ROW_SLACK_MS = 500
 EDGE_SLACK_MS = 1_500    # the first row is written as sampling starts, the last right after run_stop
 TRAINING_LEVEL = 0.5     # a row at half the training windows' mean CPU use or more is training-level work
 MAX_SHOWN = 3
+# The rows' median interval may exceed the claimed period by this much (a loaded sampler wakes late: at load 20
+# on 2 vCPUs the median of 1 s ticks stayed within 1.003 s; at 100 Hz wake-up latency dominates).
+PERIOD_SLACK, PERIOD_SLACK_S = 0.25, 0.05
 
 TELEMETRY_007 = rule(
     "TELEMETRY-007", ERROR, "the telemetry does not cover the logged run: it starts after run_start, ends before "
@@ -64,6 +69,27 @@ def check_coverage(events: list[Event], series, rel: str, findings: Findings,
     _epoch_rows(events, times, start, rel, findings)
     if max_init_s is not None:
         _work_before_start(events, series, start, max_init_s, rel, findings)
+
+
+def check_period(series, events: list[Event], claimed_s: float | None, rel: str, findings: Findings) -> None:
+    """TELEMETRY-006: the period trial.json claims is no shorter than the one the rows were sampled at (their
+    median interval inside the run: the sampler's ticks, the epoch rows being few). A claimed period shorter
+    than the rows' would let TELEMETRY-006's row count admit rows added to the run; rows denser than the claim
+    are that row count's own finding."""
+    starts = [e.time_ms for e in events if e.key == mllog.RUN_START]
+    stops = [e.time_ms for e in events if e.key == mllog.RUN_STOP]
+    if claimed_s is None or len(starts) != 1 or len(stops) != 1:
+        return
+    inside = [t for t in series.times if starts[0] <= t <= stops[0]]
+    gaps = [b - a for a, b in zip(inside, inside[1:]) if b > a]
+    if len(gaps) < 10:
+        return  # too few rows to tell the sampler's ticks from the epoch rows
+    observed = statistics.median(gaps) / 1000
+    if observed > claimed_s * (1 + PERIOD_SLACK) + PERIOD_SLACK_S:
+        findings.add(TELEMETRY_006, rel, f"the rows are sampled every {observed:.3g} s (their median interval in the "
+                     f"run), trial.json's telemetry.period_s says {claimed_s:g} s: a shorter period than the rows' "
+                     "lets the row count admit added rows", expected=f"{claimed_s:g} s",
+                     seen=f"{observed:.3g} s")
 
 
 def _at(t: float, start: float) -> str:
