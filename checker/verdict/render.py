@@ -51,7 +51,17 @@ def summary_rows(report: Report) -> list[dict[str, Any]]:
             "mlperf_scaling_factor": s.get("scaling_factor"), "mlperf_dropped_runs": s.get("dropped"),
             "errors": b["errors"], "warnings": b["warnings"],
         })
+        if b["errors"]:
+            _withhold(rows[-1])
     return rows
+
+
+def _withhold(row: dict[str, Any]) -> None:
+    """No score beside an error: a figure over a benchmark that fails is not shown in any table or CSV (the
+    report withholds it too); the reason names the errors."""
+    row.update(score_train_time_s=None, olympic_total_time_s=None, mlperf_score_minutes=None,
+               mlperf_olympic_minutes=None,
+               score_reason=f"withheld: {row['errors']} error(s) in this benchmark (see the findings)")
 
 
 def _csv_value(value: Any) -> Any:
