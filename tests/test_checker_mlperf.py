@@ -47,6 +47,16 @@ def test_every_level_of_the_fixture(sub):
     assert scores(report)[("R760xax4L40S", "resnet")]["score_minutes"] == pytest.approx(85.95998333333334)
 
 
+def test_a_compliance_failure_names_its_line_and_what_was_logged_there():
+    """MLPERF-001 carries the line (an AT_LEAST_ONE check no occurrence passed: the key's last line) and, as
+    seen, the value logged on it rather than the message again (issue 42)."""
+    (f,) = [f for f in check_path(FIXTURE).findings if f.rule == "MLPERF-001"]
+    path = FIXTURE / f.file
+    line = path.read_text(encoding="latin-1").splitlines()[f.line - 1]
+    assert '"key": "eval_accuracy"' in line and f"{float(f.seen):.4f}" == "0.7194" and f.seen in line
+    assert f.seen not in f.message and float(f.seen) < 0.72
+
+
 def test_ruleset_from_path():
     assert infer_ruleset(FIXTURE) == "4.0.0"
 

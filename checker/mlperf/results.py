@@ -377,8 +377,9 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tu
         first = result.messages[0] if result.messages else None
         text = first.text if first else result.crashed
         test = first.test if first else ""
+        line, seen = _where(first, events)
         findings.add(MLPERF_001, rel, f"fails MLPerf {ruleset} compliance: {text}",
-                     line=first.line if first else None, expected=test or "compliant", seen=text)
+                     line=line, expected=test or "compliant", seen=seen)
         return MLPerfRun(rel, None, True, "fails compliance"), events
     start = next((e for e in events if e.key == mllog.RUN_START), None)
     stop = next((e for e in events if e.key == mllog.RUN_STOP), None)
@@ -389,6 +390,20 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tu
                      expected="run_start and run_stop with status 'success'", seen=why)
         return MLPerfRun(rel, None, True, why), events
     return MLPerfRun(rel, (stop.time_ms - start.time_ms) / 60 / 1000, False), events
+
+
+def _where(first, events: list[Event]) -> tuple[int | None, object]:
+    """The line an engine message is about and what was logged there, not the message again: a failed check's
+    line (an AT_LEAST_ONE check that no occurrence passed: its key's last line), the value logged on it; a
+    missing or repeated key, how often it occurs; a crash of the engine, that it stopped."""
+    if first is None:
+        return None, "the compliance engine stopped"
+    lines = [e for e in events if e.key == first.key] if first.key else []
+    line = first.line if first.line is not None else (lines[-1].line if lines and first.kind == "check" else None)
+    if first.kind == "required":
+        return line, f"{len(lines)} occurrence(s)" if first.key else "none of the alternatives"
+    logged = next((e for e in events if e.line == line), None)
+    return line, logged.value if logged is not None else first.test
 
 
 def _check_submitted_scaling(tree: SafeTree, folder: BenchmarkFolder, computed: float, findings: Findings) -> None:
