@@ -11,6 +11,7 @@ import posixpath
 from typing import Any
 
 from trainmark import RESULT_FORMAT_VERSION
+from trainmark.checker.checks import compliance_words
 from trainmark.checker.checks.judgement import Judgement
 from trainmark.checker.mlperf.compliance_configs import refused_findings
 from trainmark.checker.mlperf.engine import EngineResult
@@ -20,6 +21,7 @@ from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
 from trainmark.format.mllog_read import Event
+from trainmark.format.timeline_read import Replay
 
 MLLOG_002 = rule(
     "MLLOG-002", ERROR, "a key occurs too few or too many times",
@@ -107,14 +109,17 @@ def engine_findings(result: EngineResult, events: list[Event], rel: str, key_rul
                     findings: Findings) -> None:
     """Turn the compliance engine's messages into findings with the tagged rule ids."""
     value_at = {e.line: e.value for e in events}
+    replay = Replay(events)
     for m in result.messages:
         if m.kind == "required":
             rule = key_rules.get(m.key or "", MLLOG_002)
             findings.add(rule, rel, m.text, line=m.line, expected=m.test, seen=m.text.rsplit("but ", 1)[-1])
-        else:
-            where = f"line {m.line}: " if m.line else ""
-            findings.add(m.rule or MLLOG_003, rel, f"{where}{m.key or 'log'}: compliance check failed: {m.test}",
-                         line=m.line, expected=m.test, seen=value_at.get(m.line, m.text))
+            continue
+        words = compliance_words.explain(m, events, replay, result.messages)
+        where = f"line {m.line}: " if m.line else ""
+        message, expected = words or (f"{where}{m.key or 'log'}: compliance check failed: {m.test}", m.test)
+        findings.add(m.rule or MLLOG_003, rel, message, line=m.line, expected=expected,
+                     seen=value_at.get(m.line, m.text))
     refused_findings(result, rel, findings)
     if result.crashed:
         findings.add(MLLOG_009, rel, f"the compliance engine stopped: {result.crashed}",
