@@ -15,7 +15,7 @@ from trainmark.checker.checks import mllog as mllog_check
 from trainmark.checker.checks import trials as trials_check
 from trainmark.checker.checks.agreement import check_agreement
 from trainmark.checker.checks.epochs import check_epochs_log
-from trainmark.checker.checks.judgement import BenchmarkResult, Check, Judgement, TrainmarkContext
+from trainmark.checker.checks.judgement import BenchmarkResult, Check, Judgement, TrainmarkContext, TrialCheck
 from trainmark.checker.checks.spread import check_spread
 from trainmark.checker.checks.trial_json import check_trial_json
 from trainmark.checker.checks.trials import TRIAL_001
@@ -151,18 +151,15 @@ def check_result_files(ev: BenchmarkEvidence, judged: Judgement, findings: Findi
     folder, rules, division = ev.folder, judged.rules, judged.division
     config = judged.ctx.compliance_file(rules, division)
     key_rules = compliance_rules.key_rules(rules, division)
-    names = {mllog.SUBMISSION_BENCHMARK: folder.benchmark, mllog.SUBMISSION_DIVISION: folder.division,
-             mllog.SUBMISSION_ORG: folder.submitter, mllog.SUBMISSION_PLATFORM: folder.system}
+    judged.folder_names = {mllog.SUBMISSION_BENCHMARK: folder.benchmark, mllog.SUBMISSION_DIVISION: folder.division,
+                           mllog.SUBMISSION_ORG: folder.submitter, mllog.SUBMISSION_PLATFORM: folder.system}
     for k, events in ev.events_by_trial().items():
         rel = _join(folder.rel, layout.result_file(k))
         mllog_check.engine_findings(run_engine(events, config), events, rel, key_rules, findings)
         mllog_check.check_time_order(events, rel, findings)
         record = extract_trial(events, k, rel, rules)
-        mllog_check.check_trial_number(record, findings)
-        mllog_check.check_folder_names(record, names, findings)
-        mllog_check.check_summary(record, findings)
-        mllog_check.check_format_version(record, rules.version, findings)
-        trials_check.check_hyperparameters(record, rules, division, findings)
+        for check in TRIAL_CHECKS:
+            check(record, judged, findings)
         judged.records[k] = record
     judged.ordered = [judged.records[k] for k in sorted(judged.records)]
 
@@ -262,6 +259,15 @@ def score(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
                  findings)
     result.trials = [trial_summary(r) for r in judged.ordered]
 
+
+# Each recomputed trial's checks, in the order they run (inside check_result_files, trial by trial).
+TRIAL_CHECKS: list[TrialCheck] = [
+    mllog_check.check_trial_number,             # MLLOG-*: the logged trial number
+    mllog_check.check_folder_names,             # the submission_* keys against the folder names
+    mllog_check.check_summary,                  # trainmark_trial_result against the recomputed figures
+    mllog_check.check_format_version,           # MLLOG-013
+    trials_check.check_hyperparameters,         # HPARAM-*, CONVERGE-003
+]
 
 # Every check of a trainmark benchmark folder, in the order they run (the order of the findings). A new check
 # takes (evidence, judgement, findings) and goes where what it reads of the judgement is established.

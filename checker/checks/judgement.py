@@ -59,6 +59,8 @@ class Judgement:
     ordered: list[TrialRecord] = field(default_factory=list)         # the same, in trial order
     telemetry: dict = field(default_factory=dict)                    # trial -> its readable telemetry series
     other_load: dict[int, float | None] = field(default_factory=dict)  # trial -> other CPU load in trial.json
+    folder_names: dict[str, str | None] = field(default_factory=dict)  # submission_* key -> its folder's name
 
 
 Check = Callable[[BenchmarkEvidence, Judgement, Findings], None]
+TrialCheck = Callable[[TrialRecord, Judgement, Findings], None]  # one recomputed trial's check

@@ -136,15 +136,16 @@ def check_time_order(events: list[Event], rel: str, findings: Findings) -> None:
         last = e
 
 
-def check_trial_number(record: TrialRecord, findings: Findings) -> None:
+def check_trial_number(record: TrialRecord, judged: Judgement, findings: Findings) -> None:
     logged = record.value(mllog.TRIAL)
     if mllog.TRIAL in record.points and logged != record.trial:
         findings.add(MLLOG_004, record.rel, f"{layout.result_file(record.trial)} logs trainmark_trial {logged!r}",
                      line=record.line_of(mllog.TRIAL), expected=record.trial, seen=logged)
 
 
-def check_folder_names(record: TrialRecord, expected: dict[str, str | None], findings: Findings) -> None:
-    """``expected`` maps submission_* keys to the folder name they must equal (None: unknown)."""
+def check_folder_names(record: TrialRecord, judged: Judgement, findings: Findings) -> None:
+    """The submission_* keys against the folder names they must equal (``judged.folder_names``; None: unknown)."""
+    expected = judged.folder_names
     for key, want in expected.items():
         if want is None or key not in record.points:
             continue
@@ -154,7 +155,7 @@ def check_folder_names(record: TrialRecord, expected: dict[str, str | None], fin
                          line=record.line_of(key), expected=want, seen=got)
 
 
-def check_summary(record: TrialRecord, findings: Findings) -> None:
+def check_summary(record: TrialRecord, judged: Judgement, findings: Findings) -> None:
     """The logged trainmark_trial_result against the recomputed figures."""
     summary = record.value(mllog.TRIAL_RESULT)
     if not isinstance(summary, dict):
@@ -209,10 +210,11 @@ def _version_tuple(version: str) -> tuple[int, ...]:
         return (1 << 30,)
 
 
-def check_format_version(record: TrialRecord, rules_version: str, findings: Findings) -> None:
+def check_format_version(record: TrialRecord, judged: Judgement, findings: Findings) -> None:
     """The result format version is logged beside trial.json's (rules 1.1 on) and is one we read (MLLOG-013).
 
     Logged, it cannot be declined by editing trial.json alone: trial_json compares the two."""
+    rules_version = judged.rules.version
     if mllog.FORMAT_VERSION not in record.points:
         if _version_tuple(rules_version) >= _version_tuple(mllog.FORMAT_VERSION_SINCE_RULES):
             findings.add(MLLOG_013, record.rel, f"{mllog.FORMAT_VERSION} is missing: results of rules "

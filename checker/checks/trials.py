@@ -169,9 +169,10 @@ ADMISSIBLE_CODES = {admissible.BATCH: CONVERGE_003, admissible.PRECISION: HPARAM
                     admissible.HYPERPARAMETER: HPARAM_001, admissible.UNREAD: HPARAM_001}
 
 
-def check_hyperparameters(record: TrialRecord, rules: BenchmarkRules, division: str, findings: Findings) -> None:
+def check_hyperparameters(record: TrialRecord, judged: Judgement, findings: Findings) -> None:
     """The logged hyperparameters judged by the function ``trainmark run`` refuses with (rules/admissible.py);
     in the open division a logged ``opt_*`` name no recipe reads is one too (the harness refuses it)."""
+    rules, division = judged.rules, judged.division
     logged = hyperparameters(record, rules)
     found = admissible.hyperparameter_refusals(rules, logged, division)
     if division == "open":
