@@ -85,7 +85,7 @@ def write_trial_log(path: Path, k: int, plan: TrialPlan, rules, *, division: str
                       (mllog.TRAIN_SAMPLES, 60000), (mllog.EVAL_SAMPLES, 10000), (mllog.PRECISION, "fp32"),
                       (mllog.MODEL_FINGERPRINT, structure_desc["fingerprint"]),
                       (mllog.PARAMETER_COUNT, structure_desc["parameter_count"]),
-                      (mllog.FLOPS_PER_STEP, 123456789), (mllog.ENERGY_METHOD, method),
+                      (mllog.FLOPS_PER_STEP, _flops_per_step(rules)), (mllog.ENERGY_METHOD, method),
                       *([(mllog.FRAMEWORK, plan.framework)] if plan.framework else []),
                       (mllog.FORMAT_VERSION, 1)], t)  # as trial.json's format_version
         t += 2000
@@ -229,3 +229,10 @@ def set_value(value):
         record["value"] = value
         return record
     return change
+
+
+def _flops_per_step(rules) -> int:
+    """What a real trial logs: the reference's FLOPs per sample (reference-work.json) x the rules' batch; the
+    checker derives the same figure and calls any other copy WORK-006."""
+    from trainmark.rules import reference_work
+    return reference_work.flops_per_step(rules) or 123456789
