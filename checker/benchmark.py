@@ -176,8 +176,9 @@ def check_text_log(ev: BenchmarkEvidence, judged: Judgement, findings: Findings)
         return
     ev.epochs_log.problems.replay(findings)
     if ev.epochs_log.data is not None:
-        text_lines = check_epochs_log(ev.epochs_log.data, ev.epochs_log.rel, judged.rules, findings)
-        check_agreement(text_lines, ev.epochs_log.rel, judged.records, findings)
+        unreadable: list[int] = []
+        text_lines = check_epochs_log(ev.epochs_log.data, ev.epochs_log.rel, judged.rules, findings, unreadable)
+        check_agreement(text_lines, ev.epochs_log.rel, judged.records, findings, unreadable)
 
 
 def check_trial_dirs_without_results(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:

@@ -10,6 +10,7 @@ import datetime as dt
 import math
 
 from trainmark.checker.checks.epochs import LoggedEpoch
+from trainmark.checker.read.mllog_read import MLLOG_001
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
@@ -48,7 +49,9 @@ TIME_TOLERANCE_S = 2.0
 
 
 def check_agreement(text_lines: list[LoggedEpoch], text_rel: str, records: dict[int, TrialRecord],
-                    findings: Findings) -> None:
+                    findings: Findings, unreadable: list[int] = ()) -> None:
+    """The two logs of each trial agree. ``unreadable``: the numbers of epochs.log's malformed lines (EPOCHLOG-001
+    said so); a trial missing as many epochs as it has such lines beside its own is not AGREE-002 again."""
     by_trial: dict[int, list[LoggedEpoch]] = {}
     for item in text_lines:
         by_trial.setdefault(item.entry.trial, []).append(item)
@@ -61,14 +64,24 @@ def check_agreement(text_lines: list[LoggedEpoch], text_rel: str, records: dict[
         rec = records[trial]
         findings.add(AGREE_001, rec.rel, f"trial {trial} has no line in epochs.log", line=rec.first_line,
                      expected=f"lines of trial {trial} in epochs.log", seen="none")
+    trials = sorted(by_trial)
     for trial in sorted(records.keys() & by_trial.keys()):
-        _compare_trial(by_trial[trial], records[trial], text_rel, findings)
+        i = trials.index(trial)
+        lo = by_trial[trials[i - 1]][-1].line if i else 0
+        hi = by_trial[trials[i + 1]][0].line if i + 1 < len(trials) else float("inf")
+        near = sum(lo < n < hi for n in unreadable)  # malformed lines between its neighbours' lines
+        _compare_trial(by_trial[trial], records[trial], text_rel, findings, near)
 
 
-def _compare_trial(lines: list[LoggedEpoch], record: TrialRecord, text_rel: str, findings: Findings) -> None:
+def _compare_trial(lines: list[LoggedEpoch], record: TrialRecord, text_rel: str, findings: Findings,
+                   unreadable_near: int = 0) -> None:
     text_epochs = [item.entry.epoch for item in lines]
     log_epochs = [ev.epoch for ev in record.evals]
-    if text_epochs != log_epochs:
+    torn = sum(f.rule == MLLOG_001 and f.file == record.rel for f in findings)  # its MLLOG's unreadable lines
+    explained = (unreadable_near and set(text_epochs) <= set(log_epochs)
+                 and len(log_epochs) - len(text_epochs) <= unreadable_near) or \
+        (torn and set(log_epochs) <= set(text_epochs) and len(text_epochs) - len(log_epochs) <= torn)
+    if text_epochs != log_epochs and not explained:
         at = next((i for i, (a, b) in enumerate(zip(text_epochs, log_epochs)) if a != b),
                   min(len(text_epochs), len(log_epochs)))
         line = lines[min(at, len(lines) - 1)].line

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
 from typing import Any
 
 from trainmark import RESULT_FORMAT_VERSION
@@ -16,6 +17,7 @@ from trainmark.checker.checks.judgement import Judgement
 from trainmark.checker.mlperf.compliance_configs import refused_findings
 from trainmark.checker.mlperf.engine import EngineResult
 from trainmark.checker.read.evidence import Attempt, BenchmarkEvidence
+from trainmark.checker.read.mllog_read import MLLOG_001
 from trainmark.checker.read.trial_record import TrialRecord
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
@@ -110,8 +112,11 @@ def engine_findings(result: EngineResult, events: list[Event], rel: str, key_rul
     """Turn the compliance engine's messages into findings with the tagged rule ids."""
     value_at = {e.line: e.value for e in events}
     replay = Replay(events)
+    torn = unreadable_keys(findings, rel)
     for m in result.messages:
         if m.kind == "required":
+            if any(k and (m.key or "").startswith(k) for k in torn):
+                continue  # one fault, one finding: the unreadable line's MLLOG-001 names its missing record
             rule = key_rules.get(m.key or "", MLLOG_002)
             findings.add(rule, rel, m.text, line=m.line, expected=m.test, seen=m.text.rsplit("but ", 1)[-1])
             continue
@@ -124,6 +129,21 @@ def engine_findings(result: EngineResult, events: list[Event], rel: str, key_rul
     if result.crashed:
         findings.add(MLLOG_009, rel, f"the compliance engine stopped: {result.crashed}",
                      expected="a file the engine can evaluate", seen=result.crashed)
+
+
+TORN_KEY = re.compile(r'"key"\s*:\s*"([A-Za-z0-9_]+)')
+
+
+def unreadable_keys(findings: Findings, rel: str) -> set[str]:
+    """The keys (or their beginnings, where the line was cut inside) of ``rel``'s lines that are no record
+    (MLLOG-001): the engine then counts one record too few of each, which is that finding's consequence."""
+    keys = set()
+    for f in findings:
+        if f.rule == MLLOG_001 and f.file == rel:
+            m = TORN_KEY.search(str(f.seen))
+            if m:
+                keys.add(m.group(1))
+    return keys
 
 
 def check_time_order(events: list[Event], rel: str, findings: Findings) -> None:

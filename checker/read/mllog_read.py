@@ -67,7 +67,9 @@ RULE_OF_KIND = {
 def read_events(data: bytes, rel: str, findings: Findings, *, strict: bool) -> list[Event]:
     """Valid events of an MLLOG file; each invalid line becomes its finding (MLLOG-001 and kin)."""
     def add(problem: reader.Problem) -> None:
-        findings.add(RULE_OF_KIND[problem.kind], rel, problem.message, line=problem.line,
+        then = " (its record is then missing: a key count it breaks is not reported again)" \
+            if problem.kind == reader.INVALID_JSON else ""
+        findings.add(RULE_OF_KIND[problem.kind], rel, problem.message + then, line=problem.line,
                      expected=problem.expected, seen=problem.seen)
 
     return reader.read_records(data, strict=strict, problem=add)
