@@ -111,8 +111,9 @@ NOISE = re.compile(r"\d\.\d{7,}")   # float noise such as 28.280450000000002 or 
 
 
 def test_a_tampered_trial_fails_its_benchmark_and_no_score_is_shown(tmp_path):
-    """A trial whose times were edited: the checker still computes a score and calls the trial 'success';
-    the page shows no score, names the trial and its rules, and its row does not say success."""
+    """A trial whose times were edited: the check's JSON withholds the score (figures null, the reason said) while
+    the trial's own summary still says 'success'; the page shows no score, names the trial and its rules, and
+    its row does not say success."""
     sub = write(tmp_path / "s")
     result = sub / BENCH / "result_3.txt"
     lines = result.read_text().splitlines()
@@ -120,12 +121,14 @@ def test_a_tampered_trial_fails_its_benchmark_and_no_score_is_shown(tmp_path):
     result.write_text("\n".join(lines) + "\n")
     data = collect(sub, TINY)
     (view,) = data.benchmarks
-    checker_score = view.result["score"]["score_train_time_s"]
-    assert checker_score is not None and [t.summary["status"] for t in view.trials] == ["success"] * 5
+    score = view.result["score"]
+    assert score["score_train_time_s"] is None and score["mean_train_time_s"] is None
+    assert score["score_reason"].startswith("withheld: ") and score["trials"] == 5
+    assert [t.summary["status"] for t in view.trials] == ["success"] * 5
     assert [t.summary["trial"] for t in view.trials if t.failed] == [3]
     assert "MLLOG-005" in view.trials[2].errors and "TRIALJSON-003" in view.trials[2].errors
     html = render_html(data)
-    assert f"{checker_score:.1f}" not in html and "<strong>No score:</strong>" in html
+    assert "<strong>No score:</strong>" in html
     assert "failing trial(s): 3" in html and "FAIL: no score" in html
     rows = re.findall(r"<tr class=\"(\w*)\"><td>(\d+)</td><td>([^<]*)</td>", html)
     assert [(cls, trial, status.split(":")[0]) for cls, trial, status in rows] == \
@@ -135,7 +138,7 @@ def test_a_tampered_trial_fails_its_benchmark_and_no_score_is_shown(tmp_path):
     bars = re.search(r'<svg[^>]*id="b1-bars-svg".*?</svg>', html).group(0)   # the scale is the other trials'
     assert max(float(t) for t in re.findall(r'class="xt"[^>]*>([-\d.]+)<', bars)) <= 250
     md = render_markdown(data)
-    assert f"{checker_score:.1f}" not in md and "| none (7 errors in this benchmark (trial 3: MLLOG-005" in md
+    assert "| none (7 errors in this benchmark (trial 3: MLLOG-005" in md
 
 
 def test_a_lone_benchmark_folder_names_itself_and_its_system_description(clean_submission):

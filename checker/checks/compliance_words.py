@@ -7,6 +7,7 @@ itself replayed from the events (format/timeline_read.py); a test not listed kee
 """
 from __future__ import annotations
 
+from trainmark.checker.mlperf.compliance_rules import TARGET_005
 from trainmark.checker.mlperf.engine import EngineMessage
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
@@ -23,7 +24,7 @@ def _open_at(replay: Replay, line: int) -> list[tuple[str, int]]:
 
 def _reached_line(messages: list[EngineMessage], events: list[Event]) -> Event | None:
     """The evaluation that reached the target: the one before the first evaluation the engine flags."""
-    flagged = [m.line for m in messages if m.rule == "TARGET-005" and m.line]
+    flagged = [m.line for m in messages if m.rule == TARGET_005 and m.line]
     if not flagged:
         return None
     before = [e for e in events if e.key == mllog.EVAL_ACCURACY and e.line < min(flagged)]

@@ -107,6 +107,17 @@ def check_benchmark(result, rules: BenchmarkRules, tree: SafeTree, plan: Reevalu
     ``plan`` selects; findings join ``findings``, the note saying what was measured joins ``notes``."""
     if plan.scope == NONE or not result.trials:
         return
+    try:
+        _check_benchmark(result, rules, tree, plan, findings, notes)
+    except UserError as exc:  # a reference that cannot be built here: an error only when --reevaluate asked
+        if plan.scope == EVERY:
+            raise
+        findings.add(REEVAL_005, result.path, f"{result.path or '.'}: not re-evaluated: {exc}",
+                     expected="a reference this checker can build", seen="not re-evaluated")
+
+
+def _check_benchmark(result, rules: BenchmarkRules, tree: SafeTree, plan: Reevaluate, findings: Findings,
+                     notes: list[str]) -> None:
     where = result.path or "."
     if plan.scope == ONE_PER_MINI and rules.data.get("size") != "mini":
         findings.add(REEVAL_005, result.path, f"{where}: a full-size benchmark's trials are re-evaluated only with "

@@ -40,6 +40,8 @@ class Report:
             under = self.findings_under(b.path)
             item["errors"] = sum(f.severity == ERROR for f in under)
             item["warnings"] = sum(f.severity == WARNING for f in under)
+            if item["errors"] and item.get("score"):
+                item["score"] = withheld(item["score"], item["errors"])
             benchmarks.append(item)
         return _finite({
             "schema": REPORT_SCHEMA_ID,
@@ -54,6 +56,17 @@ class Report:
             "benchmarks": benchmarks,
             "notes": list(self.notes),
         })
+
+
+# The figures a score is made of; over a benchmark with an error they are withheld (null), in every output.
+SCORE_FIGURES = ("score_train_time_s", "mean_train_time_s", "ci95_train_time_s", "cv_train_time",
+                 "mean_train_energy_j", "mean_total_energy_j", "mean_final_metric", "olympic_minutes", "score_minutes")
+
+
+def withheld(score: dict, errors: int) -> dict:
+    """``score`` with its figures null and the reason said: a time over a trial the checker failed is no result."""
+    return {**score, **{k: None for k in SCORE_FIGURES if k in score},
+            "score_reason": f"withheld: {errors} error(s) in this benchmark (see the findings)"}
 
 
 def _finite(value: Any) -> Any:
