@@ -58,3 +58,18 @@ def test_descriptions_too_large_to_align_are_compared_by_name(monkeypatch):
     b = structure.describe(nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.ReLU(), nn.Linear(8, 2)))
     d = structure.diff(a, b, limit=100)
     assert "module 3 not in the reference (Linear(in_features=8, out_features=2, bias=True))" in d
+
+
+def test_a_model_described_by_two_pytorch_releases_is_one_model():
+    """torch 2.14 prints BatchNorm's default ``bias=True``, torch 2.11 does not (seen on the lent H200 with torch
+    2.11: every honest closed trial was CONFORM-002): one model either way; any other difference still counts."""
+    from torch import nn
+
+    from trainmark.format import structure
+
+    new = structure.describe(nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4)))
+    old = {**new, "modules": [{**m, "config": m["config"].replace(", bias=True", "")} for m in new["modules"]]}
+    old["fingerprint"] = structure.fingerprint(old)
+    assert structure.same_model(new, old) and structure.diff(new, old) == []
+    other = {**old, "modules": [{**m, "config": m["config"].replace("eps=1e-05", "eps=0.001")} for m in old["modules"]]}
+    assert not structure.same_model(new, other) and len(structure.diff(new, other)) == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from typing import Any
 
 FORMAT = "trainmark-structure/1"
@@ -50,6 +51,28 @@ def fingerprint(description: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
+# How a module prints its settings changes between PyTorch releases without the module changing: torch 2.14's
+# BatchNorm prints ``bias=True`` (its new, default flag), torch 2.11's does not. Structures are compared with
+# such release-dependent defaults removed, so one model described by two releases is one model.
+RELEASE_DEFAULTS = ((re.compile(r"\.BatchNorm[123]d$|\.SyncBatchNorm$"), ", bias=True"),)
+
+
+def comparable(description: dict[str, Any]) -> dict[str, Any]:
+    """``description`` with each module's config free of the release-dependent defaults above."""
+    def config(entry: dict[str, Any]) -> str:
+        text = entry.get("config", "")
+        for type_pattern, default in RELEASE_DEFAULTS:
+            if isinstance(text, str) and type_pattern.search(str(entry.get("type", ""))):
+                text = text.replace(default, "")
+        return text
+    return {**description, "modules": [{**m, "config": config(m)} for m in description.get("modules", [])]}
+
+
+def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two descriptions are one model (modules, parameters and buffers), whichever PyTorch wrote them."""
+    return fingerprint(comparable(a)) == fingerprint(comparable(b))
+
+
 TENSOR_KINDS = (("parameter", "parameters"), ("buffer", "buffers"))
 ALL_KINDS = (("module", "modules"), *TENSOR_KINDS)
 
@@ -75,6 +98,7 @@ def diff(expected: dict[str, Any], actual: dict[str, Any], limit: int = 20, kind
     layer inserted into an ``nn.Sequential`` renumbers every later layer, and is still one difference. A
     tensor is compared with the reference's tensor of the module its owner is aligned with; tensors of an
     inserted or missing module are that module's difference, not more."""
+    expected, actual = comparable(expected), comparable(actual)
     out: list[str] = []
     renamed: dict[str, str] = {}   # submitted module path -> the reference module it is aligned with
     unmatched: set[str] = set()    # submitted modules inserted, reference modules missing
