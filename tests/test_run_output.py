@@ -89,8 +89,8 @@ def test_ctrl_c_keeps_finished_trials_exits_130_and_prints_the_resume_command(tm
     assert "interrupted during trial 2 of 3; trial 1 is kept in" in rest
     command = rest.rstrip().splitlines()[-1].strip()
     argv = shlex.split(command)
-    assert argv[:3] == [sys.executable, "-m", "trainmark"] and argv[-1] == "--resume"
-    assert argv[3:3 + len(args)] == args and argv[3 + len(args)] == "--seed"  # the random base seed, named
+    assert argv[:4] == [sys.executable, "-P", "-m", "trainmark"] and argv[-1] == "--resume"
+    assert argv[4:4 + len(args)] == args and argv[4 + len(args)] == "--seed"  # the random base seed, named
     assert (_bench(out) / "trial_1" / "trial.json").is_file()
     resumed = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=300)
     assert resumed.returncode == 0, resumed.stderr

@@ -113,7 +113,7 @@ def resume_command(args, base_seed: int) -> str:
     import os
     import shlex
 
-    prog = [sys.argv[0]] if os.path.basename(sys.argv[0]) == "trainmark" else [sys.executable, "-m", "trainmark"]
+    prog = [sys.argv[0]] if os.path.basename(sys.argv[0]) == "trainmark" else [sys.executable, "-P", "-m", "trainmark"]
     argv = list(getattr(args, "argv", None) or ["run", args.benchmark])
     if args.seed is None:
         argv += ["--seed", str(base_seed)]
