@@ -79,3 +79,31 @@ def test_engine_state_does_not_leak_between_files(clean_tree, tmp_path):
     report = check_path(bench, CheckOptions(reference_builder=lambda r: synthetic.tiny_reference_model()))
     assert {(f.rule, f.file) for f in report.findings} == {("MLLOG-003", "result_1.txt")}
     assert mlp_compliance.enqueued_configs == []
+
+
+def test_rule_code_compiled_once_gives_the_engines_own_findings(clean_tree, tmp_path):
+    """The engine's CHECK/PRE/POST strings are compiled once per run (checker/mlperf/engine.py), not per line:
+    a folder with failing checks (a target missed, an empty status, a seed edited) gets exactly the findings
+    the engine gives compiling every string itself."""
+    import contextlib
+
+    from trainmark.checker.mlperf import engine
+
+    bench = tmp_path / "resnet-mini"
+    shutil.copytree(clean_tree / "closed/acme/results/sys1/resnet-mini", bench)
+    synthetic.edit_mllog(bench / "result_1.txt", "submission_status", synthetic.set_value(""))
+    synthetic.edit_mllog(bench / "result_2.txt", "eval_accuracy", synthetic.set_value(0.5), nth=-1)
+    synthetic.edit_mllog(bench / "result_3.txt", "seed", synthetic.set_value("x"))
+    options = CheckOptions(reference_builder=lambda r: synthetic.tiny_reference_model())
+
+    def findings():
+        return [f.to_dict() for f in check_path(bench, options).findings]
+    once = findings()
+    real = engine._code_compiled_once
+    engine._code_compiled_once = contextlib.nullcontext
+    try:
+        every_time = findings()
+    finally:
+        engine._code_compiled_once = real
+    assert once == every_time and {f["rule"] for f in once} >= {"MLLOG-003"}
+    assert not hasattr(mlp_compliance, "eval") and not hasattr(mlp_compliance, "exec")  # restored
