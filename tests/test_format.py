@@ -23,7 +23,9 @@ def test_names_and_patterns_agree():
 
 
 def test_the_checker_matches_names_with_the_formats_patterns():
-    assert benchmark_check.RESULT_FILE is layout.RESULT_FILE and benchmark_check.TRIAL_DIR is layout.TRIAL_DIR
+    from trainmark.checker.read import evidence
+    assert benchmark_check.RESULT_FILE is layout.RESULT_FILE and evidence.TRIAL_DIR is layout.TRIAL_DIR
+    assert evidence.RESULT_FILE is layout.RESULT_FILE
     assert benchmark_check.TRIAL_FILES == layout.TRIAL_FILES
     assert checker_layout.NAME is layout.NAME and checker_layout.DIVISIONS == layout.DIVISIONS
 

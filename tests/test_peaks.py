@@ -91,8 +91,9 @@ def test_table_is_dense_and_sourced():
             assert t["bf16"] >= t["fp32"], entry.key
         if "tf32" in t:
             assert t["fp32"] <= t["tf32"] <= t["bf16"], entry.key
-        if "fp8" in t:
-            assert t["fp8"] == pytest.approx(2 * t["bf16"], rel=0.02), entry.key
+        if "fp8" in t:  # twice the 16-bit rate, but Gaudi 3's MME runs FP8 at its BF16 rate (Intel's figures)
+            ratio = 1.0 if entry.key == "intel-gaudi3" else 2.0
+            assert t["fp8"] == pytest.approx(ratio * t["bf16"], rel=0.02), entry.key
     assert len({e.key for e in peaks.TABLE}) == len(peaks.TABLE)
 
 

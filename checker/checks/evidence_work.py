@@ -57,7 +57,7 @@ WORK_007 = rule(
 WORK_009 = rule(
     "WORK-009", ERROR, "the system description names an accelerator, but the trial ran on the CPU",
     why="An accelerator run always logs an accelerator energy domain (measured or with the reason it is not) and "
-    "trial.json's device; a description claiming an H100 beside a CPU run's logs would judge forged times "
+    "the device in trial.json; a description claiming an H100 beside a CPU run's logs would judge forged times "
     "against the H100's peak. The logs can be rewritten too: then only the telemetry's columns are left.",
     fix="describe the system the trials ran on (`trainmark run` writes it)",
     bad='accelerators_per_node "1", accelerator_model_name "NVIDIA H100", trials whose energy domains are '
@@ -141,7 +141,7 @@ def _peak(record: TrialRecord, events: list[Event], summary: dict | None, system
                      f"the sourced peak of the described system, {peak.tflops:.6g} TFLOPS ({peak.source})",
                      expected=f"<= {peak.tflops:.6g}", seen=f"{claimed:.6g}")
     elif claimed is not None:  # within the bound, the harness's own peak (the machine's ISA) can only tighten it
-        return Peak(claimed, f"trial.json's peak_tflops, within the sourced bound of {peak.tflops:.3g} TFLOPS")
+        return Peak(claimed, f"peak_tflops in trial.json, within the sourced bound of {peak.tflops:.3g} TFLOPS")
     return peak
 
 
@@ -156,7 +156,7 @@ def _accelerator_claim(record: TrialRecord, events: list[Event], summary: dict |
         evidence.append(f"its energy domains ({', '.join(sorted(map(str, kinds)))}, line {described.line}) hold no "
                         "accelerator")
     if isinstance(device, str) and device.split(":")[0] == "cpu":
-        evidence.append(f"trial.json's device is {device!r}")
+        evidence.append(f"the device in trial.json is {device!r}")
     if evidence:
         findings.add(WORK_009, record.rel, f"trial {record.trial}: the system description names {accelerator!r}, "
                      f"but {' and '.join(evidence)}: a CPU run", line=described.line if described else None,

@@ -23,7 +23,7 @@ def register(rsub) -> None:
                 description="Write (or --check) rules/peaks.json from the harness's sourced peak table "
                             "(trainmark.harness.measure.peaks):\nWORK-002 judges an epoch against the peak of "
                             "the accelerator the system description names.",
-                examples="  trainmark rules peaks --check\n")
+                examples="  trainmark rules peaks\n  trainmark rules peaks --check\n")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when the file is stale")
     p.set_defaults(func=cmd_peaks)
     p = command(rsub, "flops", help="write rules/<version>/reference-work.json: dataset sizes and the reference "
