@@ -194,9 +194,13 @@ def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(submissi
 
     from trainmark.checker.check import CheckOptions, check_path
 
+    from trainmark.rules import get_rules, reference_work
+
     bench = next(submission_copy.rglob("resnet-mini"))
+    flops = reference_work.flops_per_step(get_rules("resnet-mini"), batch)  # a real run at this batch logs it
     for k in range(1, 6):
         synthetic.edit_mllog(bench / f"result_{k}.txt", "global_batch_size", synthetic.set_value(batch))
+        synthetic.edit_mllog(bench / f"result_{k}.txt", "trainmark_flops_per_step", synthetic.set_value(flops))
         trial_json = bench / f"trial_{k}" / "trial.json"
         data = json.loads(trial_json.read_text())
         trial_json.write_text(json.dumps({**data, "hparams": {**data["hparams"], "global_batch_size": batch}}))
