@@ -22,7 +22,6 @@ characterization). --out writes profile.json and a page with the roofline (docs/
 
 EXAMPLES = """\
   trainmark profile resnet-mini --steps 5 --json -
-  trainmark profile resnet-mini --framework tensorflow --out prof/
   trainmark profile resnet-mini --device cuda --ceilings ops.json --out results/.../resnet-mini/
   trainmark profile --all --steps 1
 """
