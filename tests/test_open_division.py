@@ -208,11 +208,11 @@ def test_check_and_report_name_the_open_model_beside_the_reference(tmp_path, cap
     found = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "CONFORM-003"]
     params = structure.describe(model)["parameter_count"]
     assert len(found) == 1 and found[0]["file"].endswith("results/sys1/resnet-mini")
-    assert f"{params:,} parameters, 123.46 MFLOP per step; the reference resnet-mini: 308,538 parameters" in \
+    assert f"{params:,} parameters, 5.32 GFLOP per step; the reference resnet-mini: 308,538 parameters" in \
         found[0]["message"]
     assert main(["report", str(tmp_path / "sub"), "--format", "md", "-o", "-"]) in (0, 1)
     page = capsys.readouterr().out
-    assert f"model: your model: {params:,} parameters, 123.46 MFLOP per step; the reference resnet-mini: " \
+    assert f"model: your model: {params:,} parameters, 5.32 GFLOP per step; the reference resnet-mini: " \
            "308,538 parameters" in page
 
 
