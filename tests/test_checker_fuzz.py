@@ -1,6 +1,7 @@
 """Property tests: mutated logs and headers give findings, never exceptions."""
 from __future__ import annotations
 
+import io
 import json
 import shutil
 
@@ -77,7 +78,10 @@ def test_mllog_pipeline_never_raises(clean, data):
     strict = data.draw(st.booleans())
     findings = Findings()
     events = read_events(blob, "r.txt", findings, strict=strict)
-    assert all(1 <= e.line <= blob.count(b"\n") + 1 for e in events)
+    # strict: '\n' ends a line; otherwise lines are cut as mlperf-logging's open() cuts them (universal newlines:
+    # a lone '\r' ends one too), so a line number can count CRs
+    lines = blob.count(b"\n") + 1 if strict else len(io.TextIOWrapper(io.BytesIO(blob), encoding="latin-1").readlines())
+    assert all(1 <= e.line <= max(lines, 1) for e in events)
     assert {f.rule for f in findings} <= {"MLLOG-001", "MLLOG-010", "MLLOG-011", "MLLOG-012", "NUMBER-001",
                                           "LIMIT-001", "LIMIT-002"}
     engine_findings(run_engine(events, clean["config"]), events, "r.txt", compliance.key_rules(RULES, "closed"),

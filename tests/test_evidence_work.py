@@ -50,8 +50,10 @@ def test_evaluation_windows_that_swallow_training_are_work_001(ex, capsys):
         forge.resummarize(bench, k)
     rc, errors, report = _errors(ex, capsys)
     assert rc == 1 and "WORK-001" in errors
-    score = report["benchmarks"][0]["score"]
-    assert score["mean_train_time_s"] < 70  # the forgery halved the score: exactly what WORK-001 refuses
+    bench_result = report["benchmarks"][0]
+    assert bench_result["score"]["mean_train_time_s"] is None  # withheld beside the error
+    times = [t["train_time_s"] for t in bench_result["trials"]]
+    assert sum(times) / len(times) < 70  # the forgery halved the time: exactly what WORK-001 refuses
 
 
 def test_one_epoch_cut_short_is_work_003(ex, capsys):
@@ -193,7 +195,6 @@ def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(submissi
     import synthetic
 
     from trainmark.checker.check import CheckOptions, check_path
-
     from trainmark.rules import get_rules, reference_work
 
     bench = next(submission_copy.rglob("resnet-mini"))

@@ -74,9 +74,9 @@ ENERGY_006 = rule(
     "ENERGY-006", ERROR, "the power in telemetry.csv, integrated over the run or its timed windows, disagrees with the "
     "logged energy",
     fix="submit the telemetry.csv and the logs of the same trial, unedited (tolerance: docs/energy.md)",
-    why="The power in telemetry.csv, integrated over the run and its timed windows, must match the logged energy within "
-    "docs/energy.md's bound: a forger who scales every figure alike must also rewrite the power series. It cannot "
-    "catch both rewritten consistently.",
+    why="The power in telemetry.csv, integrated over the run and its timed windows, must match the logged energy "
+    "within docs/energy.md's bound: a forger who scales every figure alike must also rewrite the power series. It "
+    "cannot catch both rewritten consistently.",
     bad="logged 500 J where power integrates to 800 J",
     good="logged and integrated energy within the bound", module=__name__)
 
