@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from trainmark.checker.verdict.findings import printable
-from trainmark.checker.verdict.result import Report
+from trainmark.checker.verdict.result import Report, withheld_reason
 from trainmark.format.numbers import display, machine
 from trainmark.outputs import PIPE_WIDTH, Column, block_lines, choose_columns, csv_cell, fitted_table, fitting_console
 
@@ -61,7 +61,7 @@ def _withhold(row: dict[str, Any]) -> None:
     report withholds it too); the reason names the errors."""
     row.update(score_train_time_s=None, olympic_total_time_s=None, mlperf_score_minutes=None,
                mlperf_olympic_minutes=None,
-               score_reason=f"withheld: {row['errors']} error(s) in this benchmark (see the findings)")
+               score_reason=withheld_reason(row["errors"]))
 
 
 def _csv_value(value: Any) -> Any:

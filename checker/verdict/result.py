@@ -63,10 +63,14 @@ SCORE_FIGURES = ("score_train_time_s", "mean_train_time_s", "ci95_train_time_s",
                  "mean_train_energy_j", "mean_total_energy_j", "mean_final_metric", "olympic_minutes", "score_minutes")
 
 
+def withheld_reason(errors: int) -> str:
+    """Why a benchmark shows no score, in every output (JSON, tables, CSV)."""
+    return f"withheld: {errors} error(s) in this benchmark (see the findings)"
+
+
 def withheld(score: dict, errors: int) -> dict:
     """``score`` with its figures null and the reason said: a time over a trial the checker failed is no result."""
-    return {**score, **{k: None for k in SCORE_FIGURES if k in score},
-            "score_reason": f"withheld: {errors} error(s) in this benchmark (see the findings)"}
+    return {**score, **{k: None for k in SCORE_FIGURES if k in score}, "score_reason": withheld_reason(errors)}
 
 
 def _finite(value: Any) -> Any:
