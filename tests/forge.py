@@ -115,3 +115,15 @@ def rewrite_epochs_log(bench: Path) -> None:
                                        k, r["metadata"]["epoch_num"], r["value"])
                   for r in records if r["key"] == "eval_accuracy"]
     (bench / "epochs.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def speed_up(bench, k: int, divisor: int) -> None:
+    """Every time of trial ``k`` after its run_start divided by ``divisor`` (and its summary rewritten): the
+    forgery that makes a run look ``divisor`` times faster."""
+    def scale(records):
+        t0 = record(records, "run_start")["time_ms"]
+        for r in records:
+            if r["time_ms"] > t0:
+                r["time_ms"] = t0 + (r["time_ms"] - t0) // divisor
+    edit_records(bench / f"result_{k}.txt", scale)
+    resummarize(bench, k)

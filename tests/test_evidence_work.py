@@ -74,14 +74,7 @@ def test_one_epoch_cut_short_is_work_003(ex, capsys):
 def test_epochs_faster_than_the_peak_are_work_002(ex, capsys):
     """Every window of trial 3 scaled to a fifth: 0.26 TFLOPS on a system whose peak is 0.157."""
     bench = forge.bench_dir(ex)
-
-    def scale(records):
-        t0 = forge.record(records, "run_start")["time_ms"]
-        for r in records:
-            if r["time_ms"] > t0:
-                r["time_ms"] = t0 + (r["time_ms"] - t0) // 5
-    forge.edit_records(bench / "result_3.txt", scale)
-    forge.resummarize(bench, 3)
+    forge.speed_up(bench, 3, 5)
     rc, errors, _ = _errors(ex, capsys)
     assert rc == 1 and "WORK-002" in errors
 
