@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from synthetic import default_plans, edit_mllog, set_value, tiny_reference_model, write_submission
 
-from tests.synthetic import default_plans, edit_mllog, set_value, tiny_reference_model, write_submission
 from trainmark.checker.check import check_path
 from trainmark.checker.checks.trials import ADMISSIBLE_CODES
 from trainmark.format import layout
