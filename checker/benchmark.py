@@ -10,7 +10,16 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any
 
-from trainmark.checker.checks import conformity, curve, distinct, energy, evidence_work, ranks, work_time
+from trainmark.checker.checks import (
+    conformity,
+    curve,
+    distinct,
+    energy,
+    evidence_format,
+    evidence_work,
+    ranks,
+    work_time,
+)
 from trainmark.checker.checks import mllog as mllog_check
 from trainmark.checker.checks import trials as trials_check
 from trainmark.checker.checks.agreement import check_agreement
@@ -193,7 +202,8 @@ def check_trial_dirs_without_results(ev: BenchmarkEvidence, judged: Judgement, f
 def check_energy(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
     """ENERGY-* and TELEMETRY-* of every trial; keeps the telemetry series for the time checks."""
     judged.telemetry = energy.check_benchmark(ev.folder.rel, ev.events_by_trial(), ev.trials, findings,
-                                              judged.rules.max_init_seconds.get(judged.division))
+                                              judged.rules.max_init_seconds.get(judged.division),
+                                              evidence_format.expected_format(judged.rules))
 
 
 def check_trial_folders(ev: BenchmarkEvidence, judged: Judgement, findings: Findings) -> None:
@@ -285,7 +295,7 @@ CHECKS: list[Check] = [
     trials_check.check_seeds,                   # SEED-*
     trials_check.check_targets,                 # TARGET-*
     trials_check.check_convergence,             # CONVERGE-*
-    check_energy,                               # ENERGY-*, TELEMETRY-*
+    check_energy,                               # ENERGY-*, TELEMETRY-*, TRIALJSON-004
     trials_check.check_same_settings,           # HPARAM-*, the trials' settings
     trials_check.check_trial_outcomes,          # TRIAL-003
     curve.check_curves,                         # CURVE-*

@@ -17,6 +17,7 @@ from trainmark.format import epochlog, layout, mllog, structure
 from trainmark.format.labels import EnergyMethod, TrialStatus, run_stop_status
 
 START_S = 1_790_000_000.0   # 2026-09-21, a fixed clock so that folders are reproducible
+PEAK_TFLOPS = 0.1565        # trial.json's peak, as the harness derives it for the examples' 2-core AVX2 CPU
 
 
 @dataclass
@@ -70,6 +71,25 @@ def default_plans(rules, count: int | None = None) -> list[TrialPlan]:
     return plans
 
 
+def result_format(rules) -> int:
+    """The result format a harness of these rules writes, as the checker derives it (checks/evidence_format.py):
+    2 where the rules release their code hashes, else 1 (test rules: no record, no telemetry required)."""
+    from trainmark.rules import reference_code
+
+    return 2 if reference_code.hash_file(rules.version, rules.path.parent.parent).is_file() else 1
+
+
+def telemetry_csv(result: Path) -> str:
+    """A time-only telemetry.csv on the MLLOG's clock, as the sampler writes its rows: one as sampling starts
+    (before run_start), one a second, one right before each epoch_stop and one right after run_stop."""
+    records = mllog.read(result)
+    start = next(e.time_ms for e in records if e.key == mllog.RUN_START)
+    stop = next(e.time_ms for e in records if e.key == mllog.RUN_STOP)
+    times = set(range(int(start) - 500, int(stop), 1000)) | {int(stop) + 200}
+    times |= {int(e.time_ms) - 2 for e in records if e.key == mllog.EPOCH_STOP}
+    return "time_ms\n" + "".join(f"{t}\n" for t in sorted(times))
+
+
 def write_trial_log(path: Path, k: int, plan: TrialPlan, rules, *, division: str, submitter: str, system: str,
                     structure_desc: dict, start_ms: int) -> list[tuple[float, int, float]]:
     """Write result_<k>.txt; returns (eval_stop_ms, epoch, metric) per epoch for epochs.log."""
@@ -87,7 +107,7 @@ def write_trial_log(path: Path, k: int, plan: TrialPlan, rules, *, division: str
                       (mllog.PARAMETER_COUNT, structure_desc["parameter_count"]),
                       (mllog.FLOPS_PER_STEP, _flops_per_step(rules)), (mllog.ENERGY_METHOD, method),
                       *([(mllog.FRAMEWORK, plan.framework)] if plan.framework else []),
-                      (mllog.FORMAT_VERSION, 1)], t)  # as trial.json's format_version
+                      (mllog.FORMAT_VERSION, result_format(rules))], t)  # as trial.json's format_version
         t += 2000
         log.boundary(mllog.INIT_STOP, t, metered=False)
         t += 100
@@ -151,6 +171,9 @@ def write_benchmark_folder(folder: Path, rules, model, *, division: str = "close
         save_file(trained_weights(weights, plan.seed), str(trial_dir / layout.MODEL_FILE))
         (trial_dir / layout.STRUCTURE_FILE).write_text(json.dumps(desc, indent=1) + "\n", encoding="utf-8")
         summary = trial_summary(folder / layout.result_file(k), rules, k, plan, division, submitter, system)
+        if summary["format_version"] >= 2:  # format 2: every trial records telemetry
+            (trial_dir / layout.TELEMETRY_FILE).write_text(telemetry_csv(folder / layout.result_file(k)),
+                                                           encoding="utf-8")
         (trial_dir / layout.TRIAL_JSON).write_text(json.dumps(summary) + "\n", encoding="utf-8")
         start_ms = evals[-1][0] + 600_000
     (folder / layout.EPOCHS_LOG).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -161,10 +184,13 @@ def trial_summary(result: Path, rules, k: int, plan: TrialPlan, division: str, s
                   system: str) -> dict[str, Any]:
     """trial.json as the harness writes it: the logged summary plus the run's settings."""
     logged = mllog.first_value(mllog.read(result), mllog.TRIAL_RESULT)
-    return {"format_version": 1, "benchmark": rules.name, "rules_version": rules.version, "division": division,
+    version = result_format(rules)
+    telemetry = {"telemetry": {"file": layout.TELEMETRY_FILE, "format": "trainmark-telemetry/2", "period_s": 1.0}} \
+        if version >= 2 else {}
+    return {"format_version": version, "benchmark": rules.name, "rules_version": rules.version, "division": division,
             "submitter": submitter, "system_name": system, "precision": "fp32", "precision_used": "fp32",
-            "hparams": rules.defaults(), "trial": k, "seed": plan.seed, **logged,
-            "history": [{"epoch": e, "metric": m} for e, m in enumerate(plan.metrics, 1)]}
+            "hparams": rules.defaults(), "trial": k, "seed": plan.seed, "peak_tflops": PEAK_TFLOPS, **logged,
+            "history": [{"epoch": e, "metric": m} for e, m in enumerate(plan.metrics, 1)], **telemetry}
 
 
 def system_description(system: str, submitter: str, division: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trainmark.checker.checks import evidence_energy, evidence_timeline
+from trainmark.checker.checks import evidence_energy, evidence_format, evidence_timeline
 from trainmark.checker.checks import telemetry as telemetry_check
 from trainmark.checker.read.evidence import TrialFolder
 from trainmark.checker.verdict.findings import Findings
@@ -104,11 +104,12 @@ def _join(*parts: str) -> str:
 
 
 def check_benchmark(folder_rel: str, events_by_trial: dict[int, list[Event]],
-                    trials: dict[int, TrialFolder], findings: Findings, max_init_s: float | None = None
-                    ) -> dict[int, telemetry_check.Series]:
+                    trials: dict[int, TrialFolder], findings: Findings, max_init_s: float | None = None,
+                    derived_format: int = 1) -> dict[int, telemetry_check.Series]:
     """Every trial's energy domains and figures and, where the trial folder has one, its telemetry file
-    (required from result format 2 on) and the power it records; returns each readable telemetry series
-    by trial (the time checks read its interference evidence)."""
+    (required from result format 2 on: ``derived_format``, the format the rules version implies, or a higher
+    claim) and the power it records; returns each readable telemetry series by trial (the time checks read
+    its interference evidence)."""
     series_by_trial: dict[int, telemetry_check.Series] = {}
     for k, events in sorted(events_by_trial.items()):
         rel = _join(folder_rel, layout.result_file(k))
@@ -119,31 +120,27 @@ def check_benchmark(folder_rel: str, events_by_trial: dict[int, list[Event]],
         trial_rel = trials[k].rel
         trial = trials[k].trial_json.value  # trial.json as an object, or None (its own check says why)
         check_figures(events, rel, trial, trials[k].trial_json.rel, findings)
-        series = telemetry_check.check_trial(events, trials[k].telemetry, findings,
-                                             required=_format_version(trial, events) >= 2,
-                                             period_s=_period(trial))
+        evidence_format.check_format(trial, events, derived_format, trials[k].trial_json.rel, rel, findings)
+        required = max(derived_format, _format_version(trial, events)) >= evidence_format.FORMAT_WITH_TELEMETRY
+        period_s = evidence_format.period(trial, required, trials[k].trial_json.rel, findings)  # TELEMETRY-008
+        series = telemetry_check.check_trial(events, trials[k].telemetry, findings, required=required,
+                                             period_s=period_s)
         evidence_energy.check_trial(events, series, rel, _join(trial_rel, telemetry_check.FILE_NAME), findings)
         if series is not None:
             series_by_trial[k] = series
             evidence_timeline.check_coverage(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings,
                                              max_init_s)  # TELEMETRY-007
-            evidence_timeline.check_period(series, events, _period(trial), _join(trial_rel, telemetry_check.FILE_NAME),
+            evidence_timeline.check_period(series, events, period_s, _join(trial_rel, telemetry_check.FILE_NAME),
                                            findings)  # TELEMETRY-006: the claimed period is the rows'
             check_power(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings)
     return series_by_trial
 
 
 def _format_version(trial: dict | None, events: list[Event]) -> int:
-    """The result format the trial claims, in trial.json or in its MLLOG (the higher: neither can lower it)."""
+    """The result format the trial claims, in trial.json or in its MLLOG (the higher: neither can lower it below
+    the format its rules version implies, evidence_format.expected_format)."""
     claims = [(trial or {}).get("format_version"), mllog.first_value(events, FORMAT_VERSION_KEY)]
     return max((v for v in claims if isinstance(v, int) and not isinstance(v, bool)), default=1)
-
-
-def _period(trial: dict | None) -> float | None:
-    """The telemetry period trial.json states, where it is one the harness allows (1 to 100 Hz)."""
-    record = (trial or {}).get("telemetry")
-    period = _num(record.get("period_s")) if isinstance(record, dict) else None
-    return period if period is not None and 0.01 <= period <= 1.0 else None
 
 
 def check_trial_energy(events: list[Event], rel: str, findings: Findings) -> None:

@@ -10,7 +10,9 @@ write (issue 38).
 
 A logged or submitted copy that disagrees with a derived figure is WORK-006. A peak the table lacks is
 WORK-007: WORK-002 was not judged (never a silent pass). A system description that names an accelerator for
-a run whose logs show a CPU run (no accelerator energy domain, trial.json's device) is WORK-009.
+a run whose logs show a CPU run (no accelerator energy domain, trial.json's device) is WORK-009. trial.json without
+the ``peak_tflops`` the harness always writes (or with null for a CPU on Linux, where the harness derives it from
+/proc/cpuinfo) is WORK-010: a deleted claim never loosens WORK-002 silently.
 
 What this cannot prove: the system description itself is the submitter's; a run on hardware the reviewer
 cannot see, with every time forged consistently below the described system's peak, is not detectable here.
@@ -31,6 +33,7 @@ from trainmark.rules.peaks import Peak
 
 COPY_TOLERANCE = 0.02          # FLOPs per step: the counter is exact, batch-size rounding of sequences is not
 NO_ACCELERATOR = ("", "none", "n/a", "na", "0", "-")
+PEAK_KEY = "peak_tflops"       # trial.json's copy of the peak (harness/run.py writes it in every trial)
 ACCELERATOR_KIND = "gpu"       # the energy domain kind of every accelerator (harness/measure/energy.py)
 
 WORK_006 = rule(
@@ -53,6 +56,18 @@ WORK_007 = rule(
     "to be added to harness/measure/peaks.py (then `trainmark rules peaks`)",
     bad='"accelerator_model_name": "FastChip 9000"',
     good='"accelerator_model_name": "NVIDIA H100 80GB HBM3"',
+    module=__name__)
+WORK_010 = rule(
+    "WORK-010", ERROR, "trial.json lacks the peak the harness writes (peak_tflops deleted, or null for a CPU on "
+    "Linux)",
+    why="The harness writes peak_tflops in every trial.json: the machine's peak, derived on Linux from the CPU's "
+    "instruction sets in /proc/cpuinfo, or null where it knows none. Without it WORK-002 can only use the loosest "
+    "sourced bound for the described CPU (the best instruction set at the fastest boost clock, several times a real "
+    "machine's), so a time forged 3x faster would pass; the claim removed is itself the finding. It cannot tell a "
+    "peak lowered within the bound (that only tightens WORK-002).",
+    fix="submit the trial.json the harness wrote, unedited",
+    bad="peak_tflops removed from trial.json, every time scaled by 0.3",
+    good='"peak_tflops": 0.156506 (derived from /proc/cpuinfo)',
     module=__name__)
 WORK_009 = rule(
     "WORK-009", ERROR, "the system description names an accelerator, but the trial ran on the CPU",
@@ -130,12 +145,14 @@ def _peak(record: TrialRecord, events: list[Event], summary: dict | None, system
             * max(_int(system.get("number_of_nodes")), 1)
         peak = table.cpu_peak(cores, _ghz(system.get("host_processor_frequency")), precision)
         what = "a CPU system without cores and clock in its description"
+    if summary is not None and _number(summary.get(PEAK_KEY)) is None:
+        _missing_peak(record, summary, system, what, findings)  # WORK-010, whether or not the table knows the system
     if peak is None:
         findings.add(WORK_007, record.rel, f"trial {record.trial}: no sourced peak for {what} ({precision}): "
                      "WORK-002 (a time above the peak) was not judged", expected="a device of rules/peaks.json",
                      seen=accelerator or "none")
         return None
-    claimed = _number((summary or {}).get("peak_tflops"))
+    claimed = _number((summary or {}).get(PEAK_KEY))
     if claimed is not None and claimed > peak.tflops * (1 + 1e-6):
         findings.add(WORK_006, record.rel, f"trial {record.trial}: trial.json's peak_tflops {claimed:.6g} is above "
                      f"the sourced peak of the described system, {peak.tflops:.6g} TFLOPS ({peak.source})",
@@ -143,6 +160,20 @@ def _peak(record: TrialRecord, events: list[Event], summary: dict | None, system
     elif claimed is not None:  # within the bound, the harness's own peak (the machine's ISA) can only tighten it
         return Peak(claimed, f"peak_tflops in trial.json, within the sourced bound of {peak.tflops:.3g} TFLOPS")
     return peak
+
+
+def _missing_peak(record: TrialRecord, summary: dict, system: dict, what: str, findings: Findings) -> None:
+    """WORK-010: trial.json's peak_tflops deleted, or null for a CPU on Linux (the harness derives that peak from
+    /proc/cpuinfo), would leave WORK-002 only the loosest bound; the harness always writes the key."""
+    if PEAK_KEY in summary and (what.startswith("accelerator") or
+                                not str(system.get("operating_system", "")).strip().lower().startswith("linux")):
+        return  # null where the harness knows no peak: the sourced bound judges (an accelerator's) or the loosest
+    said = "has no peak_tflops" if PEAK_KEY not in summary else \
+        f"has peak_tflops {summary[PEAK_KEY]!r} for a CPU on Linux"
+    findings.add(WORK_010, record.rel, f"trial {record.trial}: trial.json {said}; the harness writes it in every "
+                 "trial (on Linux a CPU's peak is derived from /proc/cpuinfo), so it was removed: WORK-002 is judged "
+                 "against the loosest sourced bound only", expected="the peak_tflops the harness wrote",
+                 seen="missing" if PEAK_KEY not in summary else summary[PEAK_KEY])
 
 
 def _accelerator_claim(record: TrialRecord, events: list[Event], summary: dict | None, accelerator: str,

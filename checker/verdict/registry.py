@@ -94,6 +94,7 @@ EMITTING_MODULES: list[str] = [
     "trainmark.checker.checks.evidence_timeline",
     "trainmark.checker.checks.evidence_energy",
     "trainmark.checker.checks.evidence_work",
+    "trainmark.checker.checks.evidence_format",
 ]
 
 

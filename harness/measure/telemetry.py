@@ -21,9 +21,18 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from trainmark.format.telemetry import FILE_NAME, FORMAT, GAP_S, PER_CPU_COLUMN, THROTTLE_MASK, throttle_names
+from trainmark.format.telemetry import (
+    FILE_NAME,
+    FORMAT,
+    GAP_S,
+    MAX_PERIOD_S,
+    MIN_PERIOD_S,
+    PER_CPU_COLUMN,
+    THROTTLE_MASK,
+    throttle_names,
+)
 
-DEFAULT_PERIOD_S = 1.0  # MLPerf Power samples at 1 Hz or faster
+DEFAULT_PERIOD_S = MAX_PERIOD_S  # MLPerf Power samples at 1 Hz or faster
 
 
 def parse_hz(text: str) -> float:
@@ -34,7 +43,7 @@ def parse_hz(text: str) -> float:
         hz = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if hz != 0 and not 1 <= hz <= 100:
+    if hz != 0 and not 1 / MAX_PERIOD_S <= hz <= 1 / MIN_PERIOD_S:  # the periods the checker accepts
         raise argparse.ArgumentTypeError(f"{text}: use 0 (off) or 1 to 100 samples per second")
     return hz
 

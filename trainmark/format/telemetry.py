@@ -12,6 +12,9 @@ from trainmark.format.layout import TELEMETRY_FILE
 FORMAT = "trainmark-telemetry/2"     # 2: /proc columns (run.cpu_pct, ..., cpuN.freq_mhz) on every Linux machine
 FORMATS = ("trainmark-telemetry/1", FORMAT)  # both are read: the header names the columns either way
 FILE_NAME = TELEMETRY_FILE
+# The periods the harness samples at (``--telemetry-hz`` 1 to 100, docs/energy.md): the checker counts rows at
+# trial.json's period only within these, and at the slowest (the fewest rows) otherwise (TELEMETRY-008).
+MIN_PERIOD_S, MAX_PERIOD_S = 0.01, 1.0
 GAP_S = 2.0             # a longer interval between rows is a gap (recorded; the checker reports it)
 COLUMN = re.compile(r"[A-Za-z0-9_.+-]{1,80}")
 PER_CPU_COLUMN = re.compile(r"cpu[0-9]+\.")  # one column per CPU: in the file, not in per-epoch summaries
