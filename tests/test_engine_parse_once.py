@@ -34,3 +34,45 @@ def test_the_engine_decodes_no_json(monkeypatch):
     loglines = engine._loglines(parser, _events())
     assert len(loglines) == len(_events()) > 10
     assert loglines[0].value == {"value": _events()[0].value, "metadata": _events()[0].metadata}
+
+
+# Each rule file is handed only the lines of the keys it names (issue 42): the engine's verdicts must not move.
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "mlperf-training-v4.0"
+RESNET = FIXTURE / "Dell" / "results" / "XE8640x4H100-SXM-80GB" / "resnet" / "result_0.txt"
+
+
+def _mutated(how: str) -> bytes:
+    lines = RESNET.read_bytes().split(b"\n")
+    first = {k: next(i for i, line in enumerate(lines) if f'"key": "{k}"'.encode() in line)
+             for k in ("run_stop", "block_start", "submission_division", "init_stop", "opt_name")}
+    if how == "no run_stop":
+        del lines[first["run_stop"]]
+    elif how == "a block before init_stop":
+        lines.insert(first["init_stop"], lines[first["block_start"]])
+    elif how == "two divisions":
+        lines.insert(first["init_stop"], lines[first["submission_division"]].replace(b'"closed"', b'"open"'))
+    elif how == "unknown keys everywhere":
+        lines = [x for line in lines for x in (line, line.replace(b'"key": "', b'"key": "zz_'))]
+    elif how == "optimizer renamed":
+        lines[first["opt_name"]] = lines[first["opt_name"]].replace(b'"lars"', b'"adam"')
+    return b"\n".join(lines)
+
+
+@pytest.mark.skipif(not RESNET.is_file(), reason="needs ../shared/fixtures/mlperf-training-v4.0")
+@pytest.mark.parametrize("how", ["as submitted", "no run_stop", "a block before init_stop", "two divisions",
+                                 "unknown keys everywhere", "optimizer renamed"])
+def test_each_rule_file_sees_only_its_keys_and_judges_the_same(how, monkeypatch):
+    events = read_records(_mutated(how), strict=False)
+    filtered = engine.run_engine(events, "training_4.0.0/common.yaml", "4.0.0", werror=False)
+    monkeypatch.setattr(engine, "_config_keys", lambda _text: None)  # every line to every rule file, as the engine
+    unfiltered = engine.run_engine(events, "training_4.0.0/common.yaml", "4.0.0", werror=False)
+    assert filtered == unfiltered
+    assert filtered.valid == (how in ("as submitted", "unknown keys everywhere"))
+
+
+def test_a_rule_file_whose_code_names_loglines_gets_every_line():
+    common = (Path(engine.mlp_compliance.__file__).parent / "training_4.0.0" / "common.yaml").read_text()
+    keys = engine._config_keys(common)
+    assert {"run_start", "run_stop", "submission_division"} <= keys and "weights_initialization" not in keys
+    assert engine._config_keys(common + "\n- BEGIN:\n    CODE: \" s['n'] = len(loglines) \"\n") is None
+    assert engine._config_keys(None) is None and engine._config_keys("- KEY:\n    REQ: EXACTLY_ONE\n") is None
