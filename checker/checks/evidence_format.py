@@ -49,7 +49,7 @@ TELEMETRY_008 = rule(
     "a period outside that range was edited to loosen the check; the rows are then counted at 1 s.",
     fix="submit the trial.json the harness wrote, with its telemetry record",
     bad='trial.json without "telemetry", or "period_s": 5',
-    good='"telemetry": {"file": "telemetry.csv", "period_s": 1.0, ...}', module=__name__)
+    good='"telemetry": {"period_s": 1.0, ...} naming the trial\'s telemetry file', module=__name__)
 
 
 def expected_format(rules: BenchmarkRules) -> int:
@@ -68,7 +68,7 @@ def check_format(trial: dict | None, events: list[Event], derived: int, trial_js
         claims.append((result_rel, logged.line, logged.value))
     for rel, line, value in claims:
         if type(value) is not int or not derived <= value <= RESULT_FORMAT_VERSION:
-            where = "trial.json's format_version" if line is None else f"the logged {mllog.FORMAT_VERSION}"
+            where = "the format_version of trial.json" if line is None else f"the logged {mllog.FORMAT_VERSION}"
             findings.add(TRIALJSON_004, rel, f"{where} is {value!r}; results of these rules are written in "
                          f"result format {derived} or later (the rules version the logs declare ships its code "
                          "hashes, so its results carry format 2's implementation record and telemetry)", line=line,
