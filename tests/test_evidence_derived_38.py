@@ -106,3 +106,26 @@ def test_the_peak_deleted_from_an_honest_trial_is_work_010(ex, capsys):
     forge.edit_json(forge.bench_dir(ex) / "trial_1" / "trial.json", _drop("peak_tflops"))
     rc, errors, _ = _check(ex, capsys)
     assert rc == 1 and errors == {"WORK-010"}
+
+
+def test_rules_1_1_results_logging_format_1_without_telemetry_are_trialjson_004_on_both_files(tmp_path, capsys):
+    """Rules 1.1 log the format version too: a forger who writes 1 in the MLLOG and trial.json alike (they agree,
+    so TRIALJSON-003 is silent) and deletes telemetry.csv is caught by the version the rules imply."""
+    import synthetic
+
+    from trainmark.format import mllog
+
+    synthetic.write_submission(tmp_path, get_rules("resnet-mini", "1.1"), synthetic.tiny_reference_model())
+    bench = tmp_path / "closed" / "acme" / "results" / "sys1" / "resnet-mini"
+    rc, before = forge.check(tmp_path, capsys, "--no-reevaluate")
+    assert not {f["rule"] for f in before["findings"]} & DERIVED  # format 2 as the harness writes it
+
+    def claim_1(records):
+        forge.record(records, mllog.FORMAT_VERSION)["value"] = 1
+    forge.edit_records(bench / "result_2.txt", claim_1)
+    forge.edit_json(bench / "trial_2" / "trial.json", lambda d: d.update(format_version=1))
+    (bench / "trial_2" / "telemetry.csv").unlink()
+    rc, report = forge.check(tmp_path, capsys, "--no-reevaluate")
+    assert rc == 1 and {"TRIALJSON-004", "TELEMETRY-004"} <= forge.error_codes(report)
+    assert sorted(f.rsplit("/", 1)[1] for f in _files(report, "TRIALJSON-004")) == ["result_2.txt", "trial.json"]
+    assert "TRIALJSON-003" not in forge.error_codes(report)
