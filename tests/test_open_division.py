@@ -198,7 +198,8 @@ def test_the_documented_example_builds_and_its_command_passes_the_preflight(tmp_
 def test_check_and_report_name_the_open_model_beside_the_reference(tmp_path, capsys):
     """One CONFORM-003 for the folder (not a diff per trial) and the report's model line, both with the model's
     parameters and FLOPs per step beside the reference's."""
-    from tests import synthetic
+    import synthetic
+
     from trainmark.format import structure
 
     rules = get_rules("resnet-mini")
