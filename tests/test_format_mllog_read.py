@@ -67,3 +67,34 @@ def test_the_marker_is_spelled_once():
             if any(isinstance(n, ast.Constant) and n.value == mllog.PREFIX for n in ast.walk(tree)):
                 spelled.append(str(path.relative_to(ROOT)))
     assert spelled == ["trainmark/format/mllog.py"]
+
+
+# Issue 42: a record is decoded with raw_decode when that is what decode would do; every verdict stays decode's.
+PAYLOADS = [
+    '{"time_ms": 1, "key": "k", "value": 1, "metadata": {}}',
+    '{"time_ms": 1, "key": "k", "value": 1, "metadata": {}, "key": "j"}',                 # a repeated key
+    '{"time_ms": 1, "key": "k", "value": {"a": 1, "a": 2}, "metadata": {}}',              # repeated deeper
+    '{"time_ms": 1, "key": "k", "value": 18446744073709551617, "metadata": {}}',          # 2**64 + 1
+    '{"time_ms": 1, "key": "k", "value": -9999999999999999999, "metadata": {}}',          # 19 digits: kept
+    '{"time_ms": 1, "key": "k", "value": 18446744073709551616, "metadata": {}}',          # 2**64: kept
+    '{"time_ms": 1, "key": "k", "value": ' + "9" * 5000 + ', "metadata": {}}',             # past int max_str_digits
+    '{"time_ms": 1, "key": "k", "value": 1, "metadata": {}} {"time_ms": 2}',              # extra data
+    '{"time_ms": 1, "key": "k", "value": 1, "metadata": {}}  ',                           # trailing blanks
+    '  {"time_ms": 1, "key": "k", "value": 1, "metadata": {}}',                           # leading blanks
+    '{"time_ms": 1, "key": "k", "value": [' * 3 + "]" * 3, "[1, 2]", "", "{", '"text"', "nan", "NaN",
+    '{"a": 1, "a": 1e999999, "b": ' + "9" * 30 + "}",                                     # duplicate before big int
+    "[" * 5000 + "]" * 5000,                                                               # deeper than recursion
+]
+
+
+def test_the_quick_decode_gives_decodes_verdict_on_every_payload():
+    for payload in PAYLOADS:
+        assert mllog_read._decode(payload) == mllog_read._decode_strictly(payload), payload
+
+
+def test_a_repeated_key_and_a_huge_integer_are_still_refused():
+    assert mllog_read._decode(PAYLOADS[1])[2] == mllog_read._decode(PAYLOADS[2])[2] == mllog_read.DUPLICATE_KEY
+    assert mllog_read._decode(PAYLOADS[3])[2] == mllog_read._decode(PAYLOADS[6])[2] == mllog_read.BAD_NUMBER
+    assert mllog_read._decode(PAYLOADS[4])[0]["value"] == -9999999999999999999
+    assert mllog_read._decode(PAYLOADS[7])[2] == mllog_read.INVALID_JSON
+    assert mllog_read._decode(PAYLOADS[8])[0] == mllog_read._decode(PAYLOADS[9])[0] == json.loads(PAYLOADS[0])
