@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import json
 from pathlib import Path
 
@@ -98,3 +99,21 @@ def test_a_repeated_key_and_a_huge_integer_are_still_refused():
     assert mllog_read._decode(PAYLOADS[4])[0]["value"] == -9999999999999999999
     assert mllog_read._decode(PAYLOADS[7])[2] == mllog_read.INVALID_JSON
     assert mllog_read._decode(PAYLOADS[8])[0] == mllog_read._decode(PAYLOADS[9])[0] == json.loads(PAYLOADS[0])
+
+
+def test_the_collector_is_paused_while_reading_and_left_as_it_was():
+    seen = []
+    read_records((_line() + "\n" + "shell\n").encode(), strict=True, problem=lambda p: seen.append(gc.isenabled()))
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        read_records(_line().encode(), strict=True)
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
+    try:
+        with mllog_read.collector_paused():
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert gc.isenabled()

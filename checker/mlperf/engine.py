@@ -27,7 +27,7 @@ import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST, guarded
-from trainmark.format.mllog_read import Event
+from trainmark.format.mllog_read import Event, collector_paused
 
 TRAINMARK_PARSER_RULESET = "6.1.0"  # only picks mlperf-logging's line parser
 _PARSER_MODULE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{1,2}")
@@ -149,6 +149,7 @@ def _parser(ruleset: str):
         f"mlperf_logging.compliance_checker.mlp_parser.ruleset_{ruleset.replace('.', '')}")
 
 
+@collector_paused()  # the LogLines: as many small containers as the records
 def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER_RULESET,
                werror: bool = True) -> EngineResult:
     """Check ``events`` against the rule file ``config``: one trainmark generated
