@@ -288,10 +288,10 @@ class _Outcome:
     def __exit__(self, kind, exc, tb) -> bool:
         if kind is None:
             return False
-        if issubclass(kind, KeyboardInterrupt):
+        if issubclass(kind, KeyboardInterrupt) and not self._peer_died():
             self.res.status, self.res.error = TrialStatus.ABORTED.value, "interrupted by the user (Ctrl-C)"
             self.interrupted = exc
-        elif issubclass(kind, Exception):  # noqa: BLE001 - a crashed trial is recorded, never dropped
+        elif issubclass(kind, (Exception, KeyboardInterrupt)):  # noqa: BLE001 - a crashed trial is recorded
             self.res.status = TrialStatus.CRASHED.value
             self.res.error = (f"{nodes.dead_ranks_note(self.dist)}{kind.__name__}: {exc}\n"
                               + "".join(traceback.format_exception(kind, exc, tb, limit=8)))
@@ -299,6 +299,12 @@ class _Outcome:
             return False
         self.failed = True
         return True
+
+    def _peer_died(self) -> bool:
+        """torchrun's SIGTERM (raised here as KeyboardInterrupt) after another rank on this host died: that rank
+        crashed the trial. Under load the signal can arrive before the collective fails (tests/test_rank_death.py).
+        torchrun has already seen the process exit, so no grace: a Ctrl-C is not delayed."""
+        return self.dist.world > 1 and bool(nodes.dead_ranks(self.dist, grace_s=0)[0])
 
     def finish(self, trainer: Trainer | None) -> tuple[TrialResult, Trainer | None]:
         if self.interrupted is not None:

@@ -30,3 +30,44 @@ def test_a_dead_rank_ends_the_run_and_is_named(tmp_path):
     assert summary["status"] == "crashed" and summary["error"].startswith("rank 1 ")
     (stop,) = [e for e in events if e["key"] == "run_stop"]
     assert stop["metadata"]["status"] == "aborted"
+
+
+def _outcome_of_a_signal(monkeypatch, peer_pid: int):
+    """What rank 0's trial records when torchrun's SIGTERM (a KeyboardInterrupt here) reaches it, rank 1 being
+    ``peer_pid``: the race a loaded machine lost in CI, where the signal came before the collective failed."""
+    import signal
+    import socket
+    from types import SimpleNamespace
+
+    from trainmark.harness import trial
+    from trainmark.harness.measure import nodes
+
+    host = socket.gethostname()
+    monkeypatch.setattr(nodes, "_PEERS", [(0, 0, host, os.getpid()), (1, 1, host, peer_pid)])
+    dist = SimpleNamespace(world=2, rank=0, local_rank=0)
+    res = trial.TrialResult()
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        with trial._Outcome(res, dist) as outcome:
+            raise KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return res, outcome
+
+
+def test_torchruns_sigterm_after_a_rank_died_is_that_ranks_crash(monkeypatch):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # exited and reaped: gone
+    res, outcome = _outcome_of_a_signal(monkeypatch, dead.pid)
+    assert res.status == "crashed" and res.error.startswith(f"rank 1 (local rank 1, pid {dead.pid}) died; ")
+    assert outcome.interrupted is None  # recorded as the crash, not re-raised as the user's Ctrl-C
+
+
+def test_a_ctrl_c_with_every_rank_alive_is_an_abort(monkeypatch):
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        res, outcome = _outcome_of_a_signal(monkeypatch, alive.pid)
+    finally:
+        alive.kill()
+        alive.wait()
+    assert res.status == "aborted" and outcome.interrupted is not None
