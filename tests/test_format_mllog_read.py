@@ -117,3 +117,36 @@ def test_the_collector_is_paused_while_reading_and_left_as_it_was():
     except KeyError:
         pass
     assert gc.isenabled()
+
+
+def test_mlperf_lines_are_cut_as_open_reads_them(tmp_path):
+    """Universal newlines: '\\r\\n' and a lone '\\r' end a line, line numbers as open() counts them."""
+    data = (b"x :::MLLOG {\"a\": 1}\r\nshell\r:::MLLOG {\"b\": 2}  \n\n\x85 :::MLLOG {\"c\"}\x0c\r\r\n"
+            b"tail :::MLLOG one :::MLLOG {\"d\": 4}")
+    path = tmp_path / "result_0.txt"
+    path.write_bytes(data)
+    with open(path, encoding="latin-1") as f:
+        expected = [(n, line[line.rfind(mllog.PREFIX):].strip()) for n, line in enumerate(f, start=1)
+                    if mllog.PREFIX in line]
+    assert list(mllog_read._mlperf_lines(data)) == expected
+    assert [n for n, _ in expected] == [1, 3, 5, 7]
+
+
+def test_the_short_path_accepts_only_what_parse_accepts():
+    """``_well_formed`` returns a record exactly when ``_parse`` does, the same one; else ``_parse`` words it."""
+    good = {"time_ms": 1.5e12, "key": "seed", "value": {"a": [1]}, "metadata": {"file": "x.py"},
+            "event_type": "POINT_IN_TIME"}
+    variants = [good, {**good, "time_ms": True}, {**good, "time_ms": float("nan")}, {**good, "time_ms": 1e16},
+                {**good, "time_ms": -1}, {**good, "time_ms": 7}, {**good, "key": ""}, {**good, "key": 3},
+                {**good, "metadata": []}, {**good, "event_type": "LATER"}, {**good, "value": "v" * 3000},
+                {k: v for k, v in good.items() if k != "value"}, {**good, "value": [[[[[[[[[1]]]]]]]]] * 5},
+                {**good, "value": 2 ** 65}]
+    payloads = [json.dumps(v) for v in variants] + [
+        json.dumps(good) + " ", " " + json.dumps(good), "[1]", "{}", "{bad", '{"time_ms": 1, "time_ms": 2}',
+        json.dumps({**good, "value": json.loads("[" * 40 + "]" * 40)}), json.dumps(good).replace("1.5", "NaN")]
+    for strict in (True, False):
+        for payload in payloads:
+            record, _, _ = mllog_read._parse(payload, strict)
+            assert mllog_read._well_formed(payload, strict) in (None, record)
+            if mllog_read._well_formed(payload, strict) is None and payload == json.dumps(good):
+                raise AssertionError("the common record must take the short path")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import io
 import json
 import math
 from dataclasses import dataclass
@@ -213,6 +212,27 @@ def _parse(payload: str, strict: bool) -> tuple[dict | None, str, str]:
     return (None, why, kind) if kind else (record, "", "")
 
 
+def _well_formed(payload: str, strict: bool) -> dict | None:
+    """The record of a well-formed line by the shortest path, or None: then ``_parse`` decides and words it.
+
+    Returns only a record ``_parse`` returns (the same decoder, the same dict): every test ``_shape`` makes, inlined
+    for the common line (a third of the reader's time went to the calls). A float in TIME_MS_RANGE is finite."""
+    try:
+        record, end = STRICT_JSON.raw_decode(payload)
+    except (ValueError, RecursionError, DuplicateKey, BadNumber):
+        return None
+    if end != len(payload) or type(record) is not dict:
+        return None
+    t, key = record.get("time_ms"), record.get("key")
+    if ((type(t) is float or type(t) is int) and TIME_MS_RANGE[0] <= t <= TIME_MS_RANGE[1]
+            and type(key) is str and key and type(record.get("metadata")) is dict and "value" in record
+            and (not strict or record.get("event_type") in EVENT_TYPES)
+            and len(payload) + len(TOKEN) <= KEY_LIMITS.get(key, DEFAULT_KEY_LIMIT)
+            and payload.count("{") + payload.count("[") <= MAX_DEPTH):
+        return record
+    return None
+
+
 def _ignore(problem: Problem) -> None:
     pass
 
@@ -251,7 +271,10 @@ def read_records(data: bytes, *, strict: bool, problem: ProblemSink | None = Non
             report(Problem(number, LINE_TOO_LONG, f"line {number} has {len(line)} characters (at most {MAX_LINE})",
                            f"at most {MAX_LINE} characters", f"{len(line)} characters"))
             continue
-        record, why, kind = _parse(line[len(TOKEN):], strict)
+        payload = line[len(TOKEN):]
+        record = _well_formed(payload, strict)
+        if record is None:
+            record, why, kind = _parse(payload, strict)
         if record is None:
             report(Problem(number, kind, f"line {number}: {why}",
                            '":::MLLOG " + a JSON object with time_ms, key, value, metadata', line))
@@ -295,8 +318,10 @@ def _strict_lines(data: bytes, report: ProblemSink) -> Iterator[tuple[int, str]]
 
 def _mlperf_lines(data: bytes) -> Iterator[tuple[int, str]]:
     """(line number, record text) the way mlperf-logging's parser cuts them out of a file."""
-    text = io.TextIOWrapper(io.BytesIO(data), encoding="latin-1")  # universal newlines, as open() does
-    for number, line in enumerate(text, start=1):
+    text = data.decode("latin-1")
+    if "\r" in text:  # universal newlines, as open() reads the file: '\r\n' and a lone '\r' end a line too
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    for number, line in enumerate(text.split("\n"), start=1):
         at = line.rfind(TOKEN)
         if at >= 0:
             yield number, line[at:].strip()
