@@ -35,7 +35,14 @@ from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.checker.verdict.result import Report
 from trainmark.errors import UserError
 from trainmark.format.layout import DIVISIONS, is_archive_name
-from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT, BenchmarkRules, known_versions, load_ruleset
+from trainmark.rules.ruleset import (
+    LATEST_VERSION,
+    RULES_ROOT,
+    BenchmarkRules,
+    benchmark_names,
+    known_versions,
+    load_ruleset,
+)
 
 MLPERF_006 = rule(
     "MLPERF-006", ERROR, "an MLPerf benchmark folder that is not part of the ruleset in force",
@@ -75,7 +82,8 @@ class RulesProvider:
         return self._sets[version]
 
     def names(self) -> set[str]:
-        return {name for v in self.versions for name in self.ruleset(v)}
+        return {name for v in self.versions
+                for name in (self._sets[v] if v in self._sets else benchmark_names(v, self.root))}
 
     def __call__(self, benchmark: str, version: str | None) -> BenchmarkRules | None:
         default = LATEST_VERSION if LATEST_VERSION in self.versions else self.versions[-1]

@@ -302,6 +302,22 @@ def load_ruleset(version: str = LATEST_VERSION, rules_root: Path | None = None) 
     return {p.stem: load_file(p) for p in sorted(folder.glob("*.yaml"))}
 
 
+def benchmark_names(version: str = LATEST_VERSION, rules_root: Path | None = None) -> list[str]:
+    """The benchmarks of one rules version, as ``load_ruleset`` names them. When the folder is the shipped one and
+    every file in it is byte-identical to its release, from the file names alone: loading would parse 24 files known
+    to load (a twentieth of a second per check). Otherwise by loading them, so a broken file fails as before."""
+    root = Path(rules_root) if rules_root else RULES_ROOT
+    folder = root / version
+    try:
+        paths = sorted(folder.glob("*.yaml")) if folder.parent == RULES_ROOT and folder.is_dir() else []
+        released = _released_sha256(version) if paths else frozenset()
+        if paths and all(hashlib.sha256(p.read_bytes()).hexdigest() in released for p in paths):
+            return [p.stem for p in paths]
+    except OSError:
+        pass
+    return list(load_ruleset(version, rules_root))
+
+
 def get_rules(benchmark: str, version: str = LATEST_VERSION, rules_root: Path | None = None) -> BenchmarkRules:
     """One benchmark's rules. Only its own file is read; an unknown name reads them all, to list them."""
     root = Path(rules_root) if rules_root else RULES_ROOT

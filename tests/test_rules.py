@@ -159,3 +159,11 @@ def test_a_reference_is_imported_alone():
     assert "trainmark.reference.resnet_mini" in loaded
     assert not loaded & {"trainmark.reference.lstm", "trainmark.reference.ds2", "trainmark.reference.transformer",
                          "trainmark.reference.vgg16", "trainmark.reference.keras_twins"}
+
+
+
+def test_benchmark_names_are_the_names_load_ruleset_gives():
+    """The shortcut over released files names exactly the benchmarks loading names, for every shipped version."""
+    from trainmark.rules.ruleset import RULES_ROOT, benchmark_names
+    for version in known_versions(RULES_ROOT):
+        assert benchmark_names(version) == list(load_ruleset(version))
