@@ -150,3 +150,15 @@ def test_the_short_path_accepts_only_what_parse_accepts():
             assert mllog_read._well_formed(payload, strict) in (None, record)
             if mllog_read._well_formed(payload, strict) is None and payload == json.dumps(good):
                 raise AssertionError("the common record must take the short path")
+
+
+def test_the_readers_events_are_the_dataclass_ones():
+    """``_event`` builds what ``Event(...)`` builds: equal, same hash and repr, and still frozen."""
+    import dataclasses
+
+    import pytest
+    fields = (3, ":::MLLOG {}", 1.0, "seed", 7, {"file": "x"}, None)
+    built, made = mllog_read._event(*fields), mllog_read.Event(*fields)
+    assert built == made and repr(built) == repr(made) and dataclasses.astuple(built) == dataclasses.astuple(made)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.key = "other"
