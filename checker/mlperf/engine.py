@@ -123,11 +123,15 @@ def _compiled(source: str, mode: str):
 
 
 def _eval_once(source, *namespaces):
-    return builtins.eval(_compiled(source, "eval") if isinstance(source, str) else source, *namespaces)
+    if isinstance(source, str):  # the cache looked up here first: one call less for each of ~200,000 lines
+        source = _COMPILED["eval"].get(source) or _compiled(source, "eval")
+    return builtins.eval(source, *namespaces)
 
 
 def _exec_once(source, *namespaces):
-    return builtins.exec(_compiled(source, "exec") if isinstance(source, str) else source, *namespaces)
+    if isinstance(source, str):
+        source = _COMPILED["exec"].get(source) or _compiled(source, "exec")
+    return builtins.exec(source, *namespaces)
 
 
 @contextlib.contextmanager
@@ -228,13 +232,13 @@ def _loglines(parser, events: list[Event]) -> list | str:
     as it is. A string: why a validated line could not be parsed."""
     loglines = []
     decoded = not hasattr(parser, "LINE_REGEX")
+    token, logline = parser.TOKEN, getattr(parser, "LogLine", None)  # looked up once, not twice per line
     for e in events:
         text = e.text.strip()
-        if not text.startswith(parser.TOKEN):
-            text = parser.TOKEN + text.split(parser.TOKEN, 1)[-1]
+        if not text.startswith(token):
+            text = token + text.split(token, 1)[-1]
         if decoded:
-            loglines.append(parser.LogLine(text, e.time_ms, e.key, {"value": e.value, "metadata": e.metadata},
-                                           e.line))
+            loglines.append(logline(text, e.time_ms, e.key, {"value": e.value, "metadata": e.metadata}, e.line))
             continue
         try:
             loglines.append(parser.string_to_logline(e.line, text))
