@@ -202,3 +202,25 @@ def test_a_telemetry_period_claimed_shorter_than_the_rows_is_telemetry_006(ex, c
     rc, errors, report = _check(ex, capsys)
     assert rc == 1 and "TELEMETRY-006" in errors
     assert any("sampled every" in f["message"] for f in report["findings"] if f["rule"] == "TELEMETRY-006")
+
+
+@pytest.mark.parametrize("benchmark", ["lstm-mini", "transformer-mini", "ds2-mini"])
+def test_a_sequence_minis_sizes_come_from_the_rules_too(tmp_path, capsys, benchmark):
+    """rules/<version>/reference-work.json now counts the KJV, KJV->WEB and FSDD minis' sets as their references
+    load them (`trainmark rules flops`, data prepared from the Debian packages and FSDD): the committed example
+    logs those sizes, and one raised in its MLLOG is judged against them, as the Fashion-MNIST minis' are."""
+    import forge
+
+    from trainmark.rules import reference_work
+
+    system = "2xcpu-xeon-amx"
+    root = forge.example(tmp_path, benchmark, system)
+    result = forge.bench_dir(root, benchmark, system) / "result_1.txt"
+    logged = {r["key"]: r["value"] for r in forge.read_records(result) if r["key"] in ("train_samples", "eval_samples")}
+    rules_version = forge.record(forge.read_records(result), "trainmark_rules_version")["value"]
+    entry = reference_work.load(rules_version)[benchmark]
+    assert (entry["train_samples"], entry["eval_samples"]) == (logged["train_samples"], logged["eval_samples"])
+    _set_value(result, "eval_samples", logged["eval_samples"] * 6)
+    rc, errors, report = _check(root, capsys)
+    assert rc == 1 and "WORK-006" in errors
+    assert any("eval_samples" in f["message"] for f in report["findings"] if f["rule"] == "WORK-006")
