@@ -6,9 +6,11 @@ prints the median wall time per result file of both and their difference, with t
 work and time (WORK-001..003), distinct trials and weights (WORK-004/005: each model.safetensors sampled
 tensor by tensor), energy consistency and power integral (ENERGY-004..006), the telemetry clock and timeline
 (TELEMETRY-005/006), the logged format version and interrupted attempts (MLLOG-013, TRIAL-004), and issue 38's
-records (CODE-014/015). Then every folder's closest pair of trials (the WORK-004 threshold's evidence), and the
-default re-evaluation (one trial per mini, where its data is found) once: seconds per mini and the whole check
-with it against without it. Times on a shared machine are contended: read the ratios.
+records (CODE-014/015), and the figures issue 38 derives instead of reading them (WORK-006/007/009/010,
+TRIALJSON-004, TELEMETRY-007/008, ENERGY-007..009: checks/evidence_*.py). Then every folder's closest pair of
+trials (the WORK-004 threshold's evidence), and the default re-evaluation (one trial per mini, where its data is
+found) once: seconds per mini and the whole check with it against without it.
+Times on a shared machine are contended: read the ratios.
 
     python benchmarks/evidence_cost.py [FOLDER] [--rounds 5] [--no-reevaluation]
 """
@@ -23,7 +25,18 @@ from pathlib import Path
 from unittest import mock
 
 from trainmark.checker.check import CheckOptions, check_path
-from trainmark.checker.checks import code, distinct, energy, reeval, telemetry, work_time
+from trainmark.checker.checks import (
+    code,
+    distinct,
+    energy,
+    evidence_energy,
+    evidence_format,
+    evidence_timeline,
+    evidence_work,
+    reeval,
+    telemetry,
+    work_time,
+)
 from trainmark.checker.checks import mllog as mllog_check
 from trainmark.checker.read import evidence
 from trainmark.checker.read.weights import read_weights
@@ -34,15 +47,17 @@ EVIDENCE = [(work_time, "check_trial", None), (evidence, "sample_weights", None)
             (distinct, "check_curves_distinct", None), (energy, "check_figures", None), (energy, "check_power", None),
             (telemetry, "check_span", None), (telemetry, "check_timeline", None),
             (mllog_check, "check_format_version", None), (mllog_check, "check_interrupted_attempts", None),
-            (code, "_check_closed_extras", None), (code, "_check_open_model", None)]
+            (code, "_check_closed_extras", None), (code, "_check_open_model", None),
+            (evidence_work, "derive", None), (evidence_format, "check_format", None), (evidence_format, "period", None),
+            (evidence_energy, "check_trial", None), (evidence_timeline, "check_coverage", None),
+            (evidence_timeline, "check_period", None)]
 
 
 def timed(folder: Path, evidence: bool) -> float:
     with ExitStack() as stack:
         if not evidence:
             for module, name, value in EVIDENCE:
-                if hasattr(module, name):
-                    stack.enter_context(mock.patch.object(module, name, lambda *a, _v=value, **k: _v))
+                stack.enter_context(mock.patch.object(module, name, lambda *a, _v=value, **k: _v))
         start = time.perf_counter()
         check_path(folder)
         return time.perf_counter() - start
