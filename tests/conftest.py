@@ -90,3 +90,11 @@ def check_passes(out: Path, capsys) -> dict:
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is True and not [f for f in report["findings"] if f["severity"] == "error"]
     return report
+
+
+@pytest.fixture
+def ex(tmp_path):
+    """A copy of the committed resnet-mini example (tests/forge.py), for the forgeries of issues 30 and 38."""
+    import forge
+
+    return forge.example(tmp_path)

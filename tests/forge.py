@@ -47,6 +47,12 @@ def error_codes(report: dict) -> set[str]:
     return {f["rule"] for f in report["findings"] if f["severity"] == "error"}
 
 
+def check_errors(root: Path, capsys, *extra: str) -> tuple[int, set[str], dict]:
+    """``check`` and the report's error codes: (exit status, codes, report)."""
+    rc, report = check(root, capsys, *extra)
+    return rc, error_codes(report), report
+
+
 def read_records(path: Path) -> list[dict]:
     """The MLLOG records of one result file, in order."""
     return [json.loads(line[len(PREFIX):]) for line in path.read_text().splitlines() if line.startswith(PREFIX)]

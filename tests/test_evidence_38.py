@@ -26,18 +26,10 @@ def test_an_mlperf_run_logging_open_under_a_closed_system_is_mlperf_018(tmp_path
     assert "'open'" in found[0].message and found[0].severity == "error"
 
 
-@pytest.fixture
-def ex(tmp_path):
-    import forge
-
-    return forge.example(tmp_path)
-
-
 def _check(root, capsys):
     import forge
 
-    rc, report = forge.check(root, capsys, "--no-reevaluate")
-    return rc, forge.error_codes(report), report
+    return forge.check_errors(root, capsys, "--no-reevaluate")
 
 
 def test_the_untouched_example_has_no_issue_38_finding(ex, capsys):

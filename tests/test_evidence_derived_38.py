@@ -16,14 +16,8 @@ TEST_RULES = Path(__file__).parent / "rules"
 DERIVED = {"TRIALJSON-004", "TELEMETRY-004", "TELEMETRY-008", "WORK-010"}
 
 
-@pytest.fixture
-def ex(tmp_path):
-    return forge.example(tmp_path)
-
-
 def _check(root, capsys):
-    rc, report = forge.check(root, capsys, "--no-reevaluate")
-    return rc, forge.error_codes(report), report
+    return forge.check_errors(root, capsys, "--no-reevaluate")
 
 
 def _trial_dirs(root) -> list[Path]:

@@ -16,14 +16,8 @@ from trainmark.rules import convergence
 RESNET = "resnet-mini"
 
 
-@pytest.fixture
-def ex(tmp_path):
-    return forge.example(tmp_path)
-
-
 def _errors(root, capsys, *extra):
-    rc, report = forge.check(root, capsys, *extra)
-    return rc, forge.error_codes(report), report
+    return forge.check_errors(root, capsys, *extra)
 
 
 def test_the_untouched_example_passes_without_work_findings(ex, capsys):
