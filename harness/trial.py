@@ -164,8 +164,8 @@ def _train_epoch(epoch: int, trainer: Trainer, timeline: Timeline, progress: Tri
                 progress.step(CHECK_EVERY_STEPS, trainer.loss_value())
                 if trainer.diverged():
                     break
-        if timeline.telemetry is not None:  # one row inside every epoch, however short it is
-            timeline.telemetry.sample_now()
+        if timeline.telemetry is not None:  # one row at every epoch's end instant, however short the epoch
+            timeline.telemetry.sample_closing(ep.close)
         ep.fields[mllog.SAMPLES] = samples
     w = ep.window
     record = EpochRecord(epoch, w.seconds, w.joules, samples, energy_domains_j=w.domain_joules(),

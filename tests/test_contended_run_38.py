@@ -1,7 +1,7 @@
 """Issue 38, "no honest run failed", proven on a real run: the tiny benchmark trains while the test itself starts
 busy processes beside it in epochs 3 and 4 of every trial. The check PASSes (the slowed epochs are at most
-WORK-008, a warning naming the other load); the same folder with one epoch's time cut still FAILs (WORK-003, or
-TELEMETRY-007 when the epochs are too short to judge beyond the clock's noise).
+WORK-008, a warning naming the other load); the same folder with one epoch's time cut still FAILs (TELEMETRY-007:
+the epoch rows no longer sit at their epoch_stops; WORK-003 too where the epochs are long enough to judge).
 
 Each training step does a fixed amount of CPU work (``WORK_PER_STEP`` loop iterations), so every epoch does the
 same work and only the competing load changes its time. About a minute of training on 2 cores.
@@ -115,7 +115,9 @@ def test_an_honest_run_beside_busy_processes_passes_and_a_cut_epoch_still_fails(
     forge.resummarize(fbench, 2)
     forge.rewrite_epochs_log(fbench)
     rc, report = _check(forged, capsys)
-    # the cut is caught as a time that cannot be (WORK-003) where the epochs are long enough to judge beyond the
-    # clock's noise (a loaded machine: seconds), and always by the telemetry, whose row at every epoch_stop no
-    # longer lines up (TELEMETRY-007): on a quiet machine this tiny run's epochs last about a second
-    assert rc == 1 and forge.error_codes(report) & {"WORK-003", "TELEMETRY-007"}, forge.error_codes(report)
+    # the cut is caught by the telemetry: from result format 3 on each epoch's row carries its epoch_stop's
+    # millisecond, and epochs 3 and 4 of trial 2 moved off theirs (TELEMETRY-007). WORK-003 may add to it where
+    # the epochs are long enough to judge beyond the clock's noise; on a quiet machine they last about a second,
+    # and with format 2's 500 ms slack a periodic row stood in for a moved epoch_stop about half the time (the
+    # CI run that refused session 17's submission)
+    assert rc == 1 and "TELEMETRY-007" in forge.error_codes(report), forge.error_codes(report)

@@ -216,3 +216,30 @@ def test_a_sequence_minis_sizes_come_from_the_rules_too(tmp_path, capsys, benchm
     rc, errors, report = _check(root, capsys)
     assert rc == 1 and "WORK-006" in errors
     assert any("eval_samples" in f["message"] for f in report["findings"] if f["rule"] == "WORK-006")
+
+
+def _coverage_findings(epoch_stop_ms: int, rows_ms: list[int], exact: bool) -> set[str]:
+    from trainmark.checker.checks import evidence_timeline
+    from trainmark.checker.checks.telemetry import Series
+    from trainmark.checker.verdict.findings import Findings
+    from trainmark.format.mllog_read import Event
+
+    def event(line, key, t, **meta):
+        return Event(line, "", t, key, None, meta, "INTERVAL_END")
+    events = [event(1, "run_start", 0), event(2, "epoch_stop", epoch_stop_ms, epoch_num=1),
+              event(3, "run_stop", 20_000)]
+    series = Series()
+    series.times = [float(t) for t in rows_ms]
+    findings = Findings()
+    evidence_timeline.check_coverage(events, series, "t.csv", findings, exact_epoch_rows=exact)
+    return {f.rule for f in findings}
+
+
+def test_result_format_3_wants_the_epoch_row_at_the_epoch_stops_millisecond():
+    """A cut epoch's epoch_stop, moved back onto a time 100 ms after a periodic row: format 2's 500 ms slack lets
+    that row stand in for the epoch's (at 1 Hz, about half of all moves), format 3's exact stamp does not."""
+    periodic = list(range(-100, 20_000, 1000)) + [20_100]
+    assert _coverage_findings(10_000, periodic, exact=False) == set()
+    assert _coverage_findings(10_000, periodic, exact=True) == {"TELEMETRY-007"}
+    assert _coverage_findings(10_000, sorted(periodic + [10_000]), exact=True) == set()
+    assert _coverage_findings(10_001, sorted(periodic + [10_000]), exact=True) == {"TELEMETRY-007"}

@@ -15,6 +15,7 @@ from test_resume_integrity import interrupted_run
 from test_trial_loop import bench_dir as tiny_bench_dir
 from test_trial_loop import run_tiny
 
+from trainmark import RESULT_FORMAT_VERSION
 from trainmark.cli import main
 from trainmark.format import mllog
 from trainmark.harness import code_record
@@ -87,7 +88,7 @@ def test_a_fresh_run_logs_its_format_version_and_framework(tmp_path):
     run_tiny(tmp_path, trials=1)
     events = mllog.read(tiny_bench_dir(tmp_path) / "result_1.txt")
     trial = json.loads((tiny_bench_dir(tmp_path) / "trial_1" / "trial.json").read_text())
-    assert mllog.first_value(events, mllog.FORMAT_VERSION) == trial["format_version"] == 2
+    assert mllog.first_value(events, mllog.FORMAT_VERSION) == trial["format_version"] == RESULT_FORMAT_VERSION
     assert mllog.first_value(events, mllog.FRAMEWORK) == trial["framework"] == "pytorch"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED_RULES, TEST_RULES
 
+from trainmark import RESULT_FORMAT_VERSION
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.cli import main
 from trainmark.errors import UserError
@@ -151,7 +152,7 @@ def test_run_writes_the_record_and_check_verifies_it(run_copy):
         digest, name = line.split("  ", 1)
         assert hashlib.sha256((record / name).read_bytes()).hexdigest() == digest
     trial = json.loads((out / BENCH / "trial_1" / "trial.json").read_text())
-    assert trial["format_version"] == 2
+    assert trial["format_version"] == RESULT_FORMAT_VERSION
     report = check(out, rules)
     assert findings(report) == [] and report.exit_code == 0
 

@@ -181,3 +181,32 @@ def test_proc_source_on_this_machine_counts_a_busy_child(tmp_path):
     run_pct, other_pct, steal_pct, rss, peak, load, runnable = source.sample()
     assert run_pct > 5 and other_pct >= 0 and steal_pct >= 0 and 0 < rss <= peak and runnable >= 1
     assert not source.errors
+
+
+def test_a_closing_window_gets_a_row_at_its_own_end_instant_and_none_between(tmp_path):
+    """Result format 3: the row written as an epoch closes carries the window's end instant, so the checker
+    can ask for a row at each epoch_stop's very millisecond (TELEMETRY-007)."""
+    clock = Clock()
+    s = telemetry.Sampler(tmp_path / "t.csv", [Counter()], period_s=3600, clock=clock,
+                          to_ms=lambda x: int(round(1_800_000_000_000 + x * 1000)))
+    s.start()
+    s._stop.set()
+    s._thread.join()
+
+    class Window:
+        end_s = None
+
+    def close():  # the window reads the clock late (a device sync, the meters): its instant is the row's
+        clock.t = 2.3456
+        w = Window()
+        w.end_s = clock.t
+        clock.t = 2.9           # time goes on while the row is written
+        return w
+    clock.t = 2.0
+    w = s.sample_closing(close)
+    clock.t = 3.0
+    s.sample_now()
+    s.stop()
+    times = [int(r[0]) for r in rows(tmp_path / "t.csv")[1:]]
+    assert w.end_s == 2.3456 and times[1] == 1_800_000_002_346      # the window's instant, not the clock's
+    assert times == [1_800_000_000_000, 1_800_000_002_346, 1_800_000_003_000]

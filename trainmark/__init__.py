@@ -6,4 +6,6 @@ The design's top-level folders are installed under this one import name:
 """
 
 __version__ = "0.1.0"
-RESULT_FORMAT_VERSION = 2  # 2: submissions hold the implementation record (docs/result-format.md)
+# 2: submissions hold the implementation record; 3: each epoch's telemetry row is stamped with its epoch_stop's
+# millisecond (docs/result-format.md)
+RESULT_FORMAT_VERSION = 3

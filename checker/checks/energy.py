@@ -128,8 +128,9 @@ def check_benchmark(folder_rel: str, events_by_trial: dict[int, list[Event]],
         evidence_energy.check_trial(events, series, rel, _join(trial_rel, telemetry_check.FILE_NAME), findings)
         if series is not None:
             series_by_trial[k] = series
+            exact = max(derived_format, _format_version(trial, events)) >= evidence_format.FORMAT_WITH_EXACT_EPOCH_ROWS
             evidence_timeline.check_coverage(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings,
-                                             max_init_s)  # TELEMETRY-007
+                                             max_init_s, exact_epoch_rows=exact)  # TELEMETRY-007
             evidence_timeline.check_period(series, events, period_s, _join(trial_rel, telemetry_check.FILE_NAME),
                                            findings)  # TELEMETRY-006: the claimed period is the rows'
             check_power(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings)

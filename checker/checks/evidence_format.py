@@ -30,6 +30,7 @@ from trainmark.rules import reference_code
 from trainmark.rules.ruleset import BenchmarkRules
 
 FORMAT_WITH_TELEMETRY = 2   # the result format that added the implementation record and required telemetry.csv
+FORMAT_WITH_EXACT_EPOCH_ROWS = 3  # the result format whose telemetry has a row at each epoch_stop's very millisecond
 
 TRIALJSON_004 = rule(
     "TRIALJSON-004", ERROR, "the result format version claimed (trial.json's format_version or the logged "

@@ -5,9 +5,12 @@ every epoch window right before ``epoch_stop`` is stamped, and one at the end ri
 the MLLOG's clock. So a trial's telemetry.csv must
 
 - start no later than ``run_start`` and end no earlier than ``run_stop`` (it covers the whole logged run);
-- hold a row at each logged ``epoch_stop``, a few milliseconds before it: an epoch moved or squeezed in the
-  MLLOG, a ``run_start`` moved into the real training with the epochs squeezed into the rest, or another
-  trial's telemetry shifted onto this trial's start lose that alignment;
+- hold a row at each logged ``epoch_stop``: from result format 3 on at its very millisecond (the sampler
+  stamps the row with the instant the window closed), before that within ``EPOCH_ROW_SLACK_MS`` before it. An
+  epoch moved or squeezed in the MLLOG, a ``run_start`` moved into the real training with the epochs squeezed
+  into the rest, or another trial's telemetry shifted onto this trial's start lose that alignment. The slack
+  of format 2 is why format 3 exists: at 1 Hz a periodic row lies within 500 ms before a moved epoch_stop
+  about half the time, so a cut epoch went unseen as often as not (session 18's refused CI run);
 - where it records the run's CPU use, show no training-level work before ``run_start`` for longer than the
   initialisation the rules allow (``max_init_seconds``).
 
@@ -26,8 +29,9 @@ from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
 
-# The epoch's row is sampled right before the window closes; reading the meters and stamping epoch_stop
-# take milliseconds (the examples: 0 or 1 ms), a loaded machine's scheduler a few hundred at worst.
+# Result format 2: the epoch's row is sampled right before the window closes; reading the meters and stamping
+# epoch_stop take milliseconds (the examples: 0 or 1 ms), a loaded machine's scheduler a few hundred at worst.
+# From format 3 on the row carries the window's own end instant: no slack.
 EPOCH_ROW_SLACK_MS = 500
 EDGE_SLACK_MS = 1_500    # the first row is written as sampling starts, the last right after run_stop
 TRAINING_LEVEL = 0.5     # a row at half the training windows' mean CPU use or more is training-level work
@@ -40,7 +44,8 @@ TELEMETRY_007 = rule(
     "TELEMETRY-007", ERROR, "the telemetry does not cover the logged run: it starts after run_start, ends before "
     "run_stop, lacks the row the sampler writes at an epoch_stop, or shows training-level work before run_start "
     "beyond the initialisation the rules allow",
-    why="The sampler writes a row at the start, one per period, one right before each epoch_stop and one right "
+    why="The sampler writes a row at the start, one per period, one as each epoch window closes (from result "
+    "format 3 on stamped with the epoch_stop's own millisecond, before that within 500 ms before it) and one right "
     "after run_stop, on the MLLOG's clock. Logs whose windows were moved (a run_start moved into the training, "
     "epochs squeezed, another trial's telemetry shifted onto this one) lose that alignment. A forger who "
     "rewrites the rows to match is left to TELEMETRY-006, ENERGY-006 and TELEMETRY-005.",
@@ -52,8 +57,9 @@ TELEMETRY_007 = rule(
 
 
 def check_coverage(events: list[Event], series, rel: str, findings: Findings,
-                   max_init_s: float | None = None) -> None:
-    """TELEMETRY-007 for one trial (``series``: checks/telemetry.py's Series of its telemetry.csv)."""
+                   max_init_s: float | None = None, exact_epoch_rows: bool = False) -> None:
+    """TELEMETRY-007 for one trial (``series``: checks/telemetry.py's Series of its telemetry.csv);
+    ``exact_epoch_rows``: the trial's result format (3 or later) stamps each epoch's row at its epoch_stop."""
     starts = [e for e in events if e.key == mllog.RUN_START]
     stops = [e for e in events if e.key == mllog.RUN_STOP]
     times = series.times
@@ -66,7 +72,7 @@ def check_coverage(events: list[Event], series, rel: str, findings: Findings,
                      "cover it", expected="rows from before run_start to run_stop",
                      seen=f"{_at(times[0], start)} .. {_at(times[-1], start)}")
         return
-    _epoch_rows(events, times, start, rel, findings)
+    _epoch_rows(events, times, start, 0 if exact_epoch_rows else EPOCH_ROW_SLACK_MS, rel, findings)
     if max_init_s is not None:
         _work_before_start(events, series, start, max_init_s, rel, findings)
 
@@ -96,22 +102,25 @@ def _at(t: float, start: float) -> str:
     return f"run_start{(t - start) / 1000:+.1f} s"
 
 
-def _epoch_rows(events: list[Event], times: list[float], start: float, rel: str, findings: Findings) -> None:
+def _epoch_rows(events: list[Event], times: list[float], start: float, slack_ms: int, rel: str,
+                findings: Findings) -> None:
     missing = []
     for e in events:
         if e.key != mllog.EPOCH_STOP:
             continue
-        i = bisect.bisect_right(times, e.time_ms + 1)   # rows up to 1 ms after (the clock's rounding)
-        if i == 0 or e.time_ms - times[i - 1] > EPOCH_ROW_SLACK_MS:
+        i = bisect.bisect_right(times, e.time_ms + (1 if slack_ms else 0))   # format 2: the clock's rounding
+        if i == 0 or e.time_ms - times[i - 1] > slack_ms:
             missing.append(e)
     if missing:
         shown = ", ".join(f"epoch {e.metadata.get(mllog.EPOCH_NUM)} (line {e.line}, {_at(e.time_ms, start)})"
                           for e in missing[:MAX_SHOWN])
         more = f" and {len(missing) - MAX_SHOWN} more" if len(missing) > MAX_SHOWN else ""
-        findings.add(TELEMETRY_007, rel, f"no telemetry row within {EPOCH_ROW_SLACK_MS} ms before the epoch_stop of "
-                     f"{shown}{more}: the sampler writes one inside every epoch window, so these windows are not "
-                     "the ones the telemetry recorded", line=missing[0].line,
-                     expected=f"a row at most {EPOCH_ROW_SLACK_MS} ms before each epoch_stop",
+        where = f"within {slack_ms} ms before" if slack_ms else "at the millisecond of"
+        findings.add(TELEMETRY_007, rel, f"no telemetry row {where} the epoch_stop of {shown}{more}: the sampler "
+                     "writes one as every epoch window closes, so these windows are not the ones the telemetry "
+                     "recorded", line=missing[0].line,
+                     expected=f"a row at most {slack_ms} ms before each epoch_stop" if slack_ms else
+                     "a row at each epoch_stop's time_ms (result format 3)",
                      seen=f"{len(missing)} epoch(s) without one")
 
 

@@ -330,6 +330,21 @@ class Sampler:
 
     def sample_now(self) -> None:
         """One row now (also called at start and stop, so the rows cover the whole trial)."""
+        values = self._read()
+        with self._lock:
+            self._append(self._clock(), values)
+
+    def sample_closing(self, close: Callable[[], Any]) -> Any:
+        """Close a window (``close()`` returns it, with its ``end_s``) and write one row stamped with that very
+        instant, no other row between them: every epoch_stop then has its row at the same millisecond
+        (result format 3), so a moved or squeezed epoch is caught whatever the period (TELEMETRY-007)."""
+        values = self._read()
+        with self._lock:
+            window = close()
+            self._append(window.end_s, values)
+        return window
+
+    def _read(self) -> list:
         values: list = []
         for source in self.sources:
             try:
@@ -340,18 +355,20 @@ class Sampler:
                 self.errors.setdefault(type(source).__name__, f"{type(exc).__name__}: {exc}")
                 got = [None] * len(source.columns)
             values += got
-        t = self._clock()
-        with self._lock:
-            if self._file is None:
-                return
-            if self._last_t is not None and t - self._last_t > self.gap_s:
-                self.gaps.append({"from_ms": self._to_ms(self._last_t), "to_ms": self._to_ms(t),
-                                  "seconds": round(t - self._last_t, 3)})
-            self._last_t = t
-            self._writer.writerow([self._to_ms(t), *map(_cell, values)])
-            self._file.flush()
-            self._rows.append((t, values))
-            self.samples += 1
+        return values
+
+    def _append(self, t: float, values: list) -> None:
+        """Write one row (the caller holds the lock: rows are written in the order of their times)."""
+        if self._file is None:
+            return
+        if self._last_t is not None and t - self._last_t > self.gap_s:
+            self.gaps.append({"from_ms": self._to_ms(self._last_t), "to_ms": self._to_ms(t),
+                              "seconds": round(t - self._last_t, 3)})
+        self._last_t = t
+        self._writer.writerow([self._to_ms(t), *map(_cell, values)])
+        self._file.flush()
+        self._rows.append((t, values))
+        self.samples += 1
 
     def summarize(self, start_s: float, end_s: float) -> dict[str, Any]:
         """Mean and max of every column over the rows in [start_s, end_s] (clock seconds), and the
