@@ -4,11 +4,14 @@ Before a recipe is calibrated through the harness (``trainmark calibrate``, 10 t
 a few seeds with the reference's own model, data, optimizer, loss and evaluation (the mini's class in
 ``reference/``); only the loop is written here, plain, without the harness's logs, meters and checks,
 so its seconds are indicative, not a trial's. What it varies: the epoch count (the schedule's warm-up,
-hold and linear decay to 0 at the last epoch), the batch size, the peak rate, label smoothing, and the
-random horizontal flip (``flip=0``: every epoch sees the images as they are).
+hold and linear decay to 0 at the last epoch), the batch size, the peak rate, label smoothing, the
+random horizontal flip (``flip=0``: every epoch sees the images as they are), and inception-mini's width
+(``div=16``: every Inception v3 width divided by 16 instead of the reference's 8) and stem (``stem=4``: its
+second convolution strided too, so the blocks see 7x7, 3x3 and 1x1 maps instead of 14x14, 6x6 and 2x2).
 
     python benchmarks/recipe_study.py resnet-mini 3 bs=128 flip=0 seeds=1000,1001
     python benchmarks/recipe_study.py inception-mini 3 bs=128 flip=0 warm=0.5 hold=2 lr=0.2 ls=0.1
+    python benchmarks/recipe_study.py inception-mini 3 bs=128 flip=0 div=16
 
 Prints one line per seed: the top-1 on all 10,000 test images after each epoch and each epoch's
 training seconds, with the CPU and thread count (compare only lines of one run, on a quiet machine).
@@ -69,6 +72,16 @@ def trial(ref, data, hp: dict, batch_size: int, epochs: int, seed: int) -> tuple
     return accuracy, seconds
 
 
+def _inception(classes: int, divisor: int, stride_4: bool):
+    from trainmark.reference.inception_mini import _init, inception_mini, narrow_conv
+
+    model = inception_mini(classes, divisor=divisor)
+    if stride_4:
+        model.Conv2d_2a_3x3 = narrow_conv(32, 32, divisor, kernel_size=3, stride=2, padding=1)
+        _init(model.Conv2d_2a_3x3)
+    return model
+
+
 def main(argv: list[str]) -> None:
     name, epochs = argv[0], int(argv[1])
     settings = dict(arg.split("=", 1) for arg in argv[2:])
@@ -76,6 +89,8 @@ def main(argv: list[str]) -> None:
     hp, batch_size = recipe(ref, epochs, settings)
     if settings.get("flip", "1") == "0":
         ref.train_batches = unflipped_batches
+    if "div" in settings or "stem" in settings:  # inception-mini narrower, or with a stem of stride 4
+        ref.build_model = lambda: _inception(ref.num_classes, int(settings.get("div", 8)), settings.get("stem") == "4")
     data = ref.load_data(None)
     print(f"{name}, {epochs} epochs, {settings}; CPU {cpu_model()}, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}", flush=True)
