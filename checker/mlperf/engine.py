@@ -27,7 +27,7 @@ import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST, guarded
-from trainmark.format.mllog_read import Event, collector_paused
+from trainmark.format.mllog_read import TOKEN, Event, collector_paused
 
 TRAINMARK_PARSER_RULESET = "6.1.0"  # only picks mlperf-logging's line parser
 _PARSER_MODULE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{1,2}")
@@ -233,6 +233,9 @@ def _loglines(parser, events: list[Event]) -> list | str:
     loglines = []
     decoded = not hasattr(parser, "LINE_REGEX")
     token, logline = parser.TOKEN, getattr(parser, "LogLine", None)  # looked up once, not twice per line
+    if decoded and token == TOKEN:  # the reader's invariant: every event's text starts with the token
+        return [logline(e.text.strip(), e.time_ms, e.key, {"value": e.value, "metadata": e.metadata}, e.line)
+                for e in events]
     for e in events:
         text = e.text.strip()
         if not text.startswith(token):
