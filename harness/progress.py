@@ -97,10 +97,13 @@ def banner(*, benchmark: str, rules_version: str, division: str, target: str, ev
     ]
 
 
-def trial_line(k: int, trials: int, result: Any, metric_name: str, eta_s: float | None) -> str:
+def trial_line(k: int, trials: int, result: Any, metric_name: str, eta_s: float | None,
+               full_curve: bool = False) -> str:
     """``trial 2 of 5: converged after 5 epochs, top1_accuracy 0.9245, train 192.1 s (201.1 s with evaluation);
-    run ETA 0:08:15``: one line per finished trial, whatever its status."""
-    status = {"converged": "converged", "not_converged": "missed the target"}.get(result.status, result.status)
+    run ETA 0:08:15``: one line per finished trial, whatever its status. ``full_curve`` (``calibrate
+    --full-curves``): the trial ignored the target and trained every epoch, so it did not miss one."""
+    missed = "trained its full curve" if full_curve else "missed the target"
+    status = {"converged": "converged", "not_converged": missed}.get(result.status, result.status)
     parts = [f"{status} after {result.epochs} epoch{'s' if result.epochs != 1 else ''}"]
     if result.final_metric is not None:
         parts.append(f"{metric_name} {result.final_metric:.4f}")

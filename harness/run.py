@@ -600,7 +600,7 @@ def tell_trial(prep: Prepared, progress: TrialProgress, walls: list[float], k: i
         return
     eta = sum(walls) / len(walls) * (prep.trials - k) if k < prep.trials else None
     progress.close()  # a live bar ends before the line, which stays in the scrollback
-    say(trial_line(k, prep.trials, result, prep.rules.metric["name"], eta))
+    say(trial_line(k, prep.trials, result, prep.rules.metric["name"], eta, full_curve=prep.opts.full_curves))
 
 
 class RunInterrupted(KeyboardInterrupt):

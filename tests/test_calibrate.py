@@ -49,3 +49,13 @@ def test_full_curves_fail_when_a_trial_misses_the_rules_target(capsys):
                "--rules-dir", str(TEST_RULES)])
     assert rc == 1
     assert json.loads(capsys.readouterr().out)["targets"]["0.9"]["converged"] == 0
+
+
+def test_a_full_curve_trial_is_not_said_to_have_missed_the_target(capsys):
+    """--full-curves trains past the target (here 0.95 in epoch 6 of 6): its trial line says so, rather than
+    "missed the target" beside a metric above it."""
+    TinyTest.metric_override = _metrics([0.5, 0.6, 0.7, 0.8, 0.85, 0.95])
+    rc = main(["calibrate", "tiny-test", "--trials", "1", "--seed", "7", "--full-curves",
+               "--rules-dir", str(TEST_RULES)])
+    err = capsys.readouterr().err
+    assert rc == 0 and "trial 1 of 1: trained its full curve after 6 epochs" in err and "missed the target" not in err
