@@ -17,9 +17,14 @@ cd "$TRAINMARK_ROOT"
 JOB_START=$(date +%s)
 hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }
 COUNT=""   # the file counting the suite's finished trials (suite_lines)
+PER_MINI=""  # "name h:mm:ss" of each mini's trainmark run so far (mini_done), printed at the end
+mini_done() {  # mini_done NAME START_SECONDS: one mini's run time, for the suite's last lines
+  PER_MINI="${PER_MINI:+$PER_MINI, }$1 $(hms $(( $(date +%s) - $2 )))"
+}
 finish() {
   local rc=$?
   [ -z "$COUNT" ] || rm -f "$COUNT"
+  [ -z "$PER_MINI" ] || echo "mini suite: each mini's trainmark run (h:mm:ss): $PER_MINI" >&2
   local how="install included"; [ "${INSTALL:-1}" = 0 ] && how="no install"
   echo "mini suite: wall time $(hms $(( $(date +%s) - JOB_START ))) (h:mm:ss, $how), exit status $rc" >&2
 }
@@ -92,9 +97,10 @@ for bench in $BENCHES; do
       tm data prepare "$bench" "${data_args[@]}"
     fi
   fi
-  rc=0
+  rc=0; mini_start=$(date +%s)
   { tm run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" --device "$DEVICE" "${data_args[@]}" \
       ${RESUME:+--resume} 2>&1 1>&3 | suite_lines; } 3>&1 || rc=$?
+  mini_done "$bench" "$mini_start"
   if [ "$rc" = 130 ]; then
     echo "mini suite: interrupted; continue with: RESUME=1 INSTALL=0 BENCHMARKS=\"$BENCHES\" bash scripts/mini_suite.sh" >&2
     exit 130

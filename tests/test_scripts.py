@@ -4,6 +4,7 @@ run from a fresh clone by hand, not here."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,18 @@ def test_mini_suite_prints_the_suite_line_after_each_trial():
     assert lines[:2] == ["banner", "trial 1 of 2: converged after 5 epochs"]
     assert lines[2].startswith("mini suite: 1 of 4 trials done, 0:01:4") and "ETA 0:05:" in lines[2]
     assert lines[5].startswith("mini suite: 2 of 4 trials done") and len(lines) == 6
+
+
+def test_mini_suite_names_each_minis_run_time_at_the_end():
+    """mini_done and finish (scripts/mini_suite.sh): the last lines give each mini's run time, then the suite's."""
+    script = ("hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }\n"
+              "eval \"$(sed -n '/^mini_done() {/,/^}/p;/^finish() {/,/^}/p' scripts/mini_suite.sh)\"\n"
+              "PER_MINI=''; COUNT=''; JOB_START=$(( $(date +%s) - 700 )); INSTALL=0\n"
+              "mini_done resnet-mini $(( $(date +%s) - 539 )); mini_done lstm-mini $(( $(date +%s) - 61 ))\n"
+              "trap finish EXIT; exit 3\n")
+    done = _bash(script)
+    assert done.returncode == 3
+    lines = done.stderr.splitlines()
+    assert re.fullmatch(r"mini suite: each mini's trainmark run \(h:mm:ss\): resnet-mini 0:0(8:59|9:00), "
+                        r"lstm-mini 0:01:0[12]", lines[0]), lines[0]   # a second may tick between the date calls
+    assert lines[1].startswith("mini suite: wall time 0:11:4") and lines[1].endswith("no install), exit status 3")
