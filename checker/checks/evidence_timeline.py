@@ -1,8 +1,8 @@
 """The run's start and its windows are evidence too: the telemetry must cover the logged run (TELEMETRY-007).
 
-The sampler (harness/measure/telemetry.py) writes a row when the trial starts, one per period, one inside
-every epoch window right before ``epoch_stop`` is stamped, and one at the end right after ``run_stop``, all on
-the MLLOG's clock. So a trial's telemetry.csv must
+The sampler (harness/measure/telemetry.py) writes a row when the trial starts, one per period, one as every
+epoch window closes, and one at the end right after ``run_stop``, all on the MLLOG's clock. So a trial's
+telemetry.csv must
 
 - start no later than ``run_start`` and end no earlier than ``run_stop`` (it covers the whole logged run);
 - hold a row at each logged ``epoch_stop``: from result format 3 on at its very millisecond (the sampler
@@ -10,13 +10,16 @@ the MLLOG's clock. So a trial's telemetry.csv must
   epoch moved or squeezed in the MLLOG, a ``run_start`` moved into the real training with the epochs squeezed
   into the rest, or another trial's telemetry shifted onto this trial's start lose that alignment. The slack
   of format 2 is why format 3 exists: at 1 Hz a periodic row lies within 500 ms before a moved epoch_stop
-  about half the time, so a cut epoch went unseen as often as not (session 18's refused CI run);
+  about half the time, so a cut epoch went unseen as often as not (the CI run that refused session 17's work);
 - where it records the run's CPU use, show no training-level work before ``run_start`` for longer than the
   initialisation the rules allow (``max_init_seconds``).
 
 What this cannot prove: a forger who rewrites the telemetry rows to match forged logs. Then the row count
 (TELEMETRY-006), the power integral (ENERGY-006) and the CPU use (TELEMETRY-005) are the remaining evidence,
-and a time forged consistently in every file is not detectable from the folder.
+and a time forged consistently in every file is not detectable from the folder. Nor, under rules 1.0 and 1.1
+(whose results may be format 2), one who relabels a format-3 trial as format 2 in both trial.json and the
+MLLOG to get the 500 ms slack back; a rules version released with format 3 results will derive it
+(checks/evidence_format.py).
 """
 from __future__ import annotations
 
