@@ -121,14 +121,15 @@ def check_benchmark(folder_rel: str, events_by_trial: dict[int, list[Event]],
         trial = trials[k].trial_json.value  # trial.json as an object, or None (its own check says why)
         check_figures(events, rel, trial, trials[k].trial_json.rel, findings)
         evidence_format.check_format(trial, events, derived_format, trials[k].trial_json.rel, rel, findings)
-        required = max(derived_format, _format_version(trial, events)) >= evidence_format.FORMAT_WITH_TELEMETRY
+        result_format = max(derived_format, _format_version(trial, events))
+        required = result_format >= evidence_format.FORMAT_WITH_TELEMETRY
         period_s = evidence_format.period(trial, required, trials[k].trial_json.rel, findings)  # TELEMETRY-008
         series = telemetry_check.check_trial(events, trials[k].telemetry, findings, required=required,
                                              period_s=period_s)
         evidence_energy.check_trial(events, series, rel, _join(trial_rel, telemetry_check.FILE_NAME), findings)
         if series is not None:
             series_by_trial[k] = series
-            exact = max(derived_format, _format_version(trial, events)) >= evidence_format.FORMAT_WITH_EXACT_EPOCH_ROWS
+            exact = result_format >= evidence_format.FORMAT_WITH_EXACT_EPOCH_ROWS
             evidence_timeline.check_coverage(events, series, _join(trial_rel, telemetry_check.FILE_NAME), findings,
                                              max_init_s, exact_epoch_rows=exact)  # TELEMETRY-007
             evidence_timeline.check_period(series, events, period_s, _join(trial_rel, telemetry_check.FILE_NAME),

@@ -54,7 +54,7 @@ class ConfigAllowlist:
     def __init__(self) -> None:
         self._texts: dict[str, str] = {}
         self._mlperf_listed = False
-        self._shipped: dict[str, str] = {}  # a config's name or path, as asked for -> its resolved path, once allowed
+        self._resolved: dict[str, str] = {}  # a config's name or path, as asked for -> its real path, once allowed
         self.refused: list[str] = []   # what the engine asked for and did not get, in order
 
     def _list_mlperf(self) -> None:
@@ -77,8 +77,8 @@ class ConfigAllowlist:
         """The allowed file ``config`` names, as the engine would join it, or None."""
         if not isinstance(config, str) or "\x00" in config:
             return None
-        if config in self._shipped:  # the engine asks for each of the few configs in use thousands of times
-            return self._shipped[config]
+        if config in self._resolved:  # the engine asks for each of the few configs in use thousands of times
+            return self._resolved[config]
         relative = not os.path.isabs(config)
         if relative:
             if not _MLPERF_CONFIG.fullmatch(config):
@@ -92,7 +92,7 @@ class ConfigAllowlist:
             return None
         # Its text was read once and is what the engine gets: the path is not looked at again (a generated config
         # is trainmark's own file, an absolute path the engine joined; MLPerf's are in the installed package).
-        self._shipped[config] = real
+        self._resolved[config] = real
         return real
 
     def text(self, path: str) -> str | None:
