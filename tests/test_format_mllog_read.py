@@ -143,7 +143,18 @@ def test_the_short_path_accepts_only_what_parse_accepts():
                 {**good, "value": 2 ** 65}]
     payloads = [json.dumps(v) for v in variants] + [
         json.dumps(good) + " ", " " + json.dumps(good), "[1]", "{}", "{bad", '{"time_ms": 1, "time_ms": 2}',
-        json.dumps({**good, "value": json.loads("[" * 40 + "]" * 40)}), json.dumps(good).replace("1.5", "NaN")]
+        json.dumps({**good, "value": json.loads("[" * 40 + "]" * 40)}), json.dumps(good).replace("1.5", "NaN"),
+        # a repeated key at each level, alone and beside a colon or a brace inside a string
+        json.dumps(good).replace('"key": "seed"', '"key": "seed", "key": "seed"'),
+        json.dumps(good).replace('{"file": "x.py"}', '{"file": "x.py", "file": "y.py"}'),
+        json.dumps(good).replace('{"a": [1]}', '{"a": [1], "a": [2]}'),
+        json.dumps(good).replace('{"a": [1]}', '{"a": [1], "b": {"c": 1, "c": 2}}'),
+        json.dumps(good).replace('{"a": [1]}', '{"a": [{"c": 1, "c": 2}]}'),
+        json.dumps(good).replace('"x.py"', '"x:y.py"'),
+        json.dumps(good).replace('"x.py"', '"x:y.py", "file": "z"'),
+        json.dumps(good).replace('"x.py"', '"x\\u003ay.py", "file": "z"'),
+        json.dumps(good).replace('"x.py"', '"{x.py"'), json.dumps(good).replace('"x.py"', '"{x.py", "file": "z"'),
+        json.dumps({**good, "value": "a:b"}), json.dumps({**good, "value": ["{", ":"]})]
     for strict in (True, False):
         for payload in payloads:
             record, _, _ = mllog_read._parse(payload, strict)

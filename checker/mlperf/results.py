@@ -37,7 +37,7 @@ from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.checker.verdict.scoring import olympic_mean
 from trainmark.errors import UserError
 from trainmark.format import layout, mllog
-from trainmark.format.mllog_read import Event
+from trainmark.format.mllog_read import Event, collector_paused
 
 MLPERF_001 = rule(
     "MLPERF-001", WARNING, "an MLPerf result file fails MLPerf's compliance rules (run dropped)",
@@ -229,6 +229,7 @@ def is_mlperf_benchmark(name: str) -> bool:
     return name in benchmark_meta.get_result_file_counts("training") or name == "mask"
 
 
+@collector_paused()  # every run's events live until the seed and RCP checks: the collector would walk them in vain
 def score_mlperf_benchmark(folder: BenchmarkFolder, tree: SafeTree, ruleset: str, findings: Findings,
                            division: str | None = None) -> MLPerfScore:
     """The benchmark's MLPerf score and every check MLPerf's package checker makes on it: compliance per
