@@ -397,3 +397,42 @@ def test_a_system_folder_says_its_division_is_unknown_and_a_submitter_folder_doe
     system_notes = [n for n in check(sub / "results" / SYSTEM).notes if n.startswith("division unknown")]
     assert len(system_notes) == 1 and "bert" in system_notes[0] and "seeds, RCP" in system_notes[0]
     assert not [n for n in check(sub).notes if n.startswith("division unknown")]
+
+
+@needs_fixture
+def test_the_scoring_checks_read_only_the_keys_they_declare():
+    """The seed, RCP, division and config-name checks and the run's time are given only the events of the keys
+    each declares (issue 42); on every run of the fixture, and on runs with a bad seed, a bad evaluation and a
+    wrong division among other keys, each gives what it gives on all the events."""
+    from trainmark.checker.mlperf import compliance_configs, division, results
+    from trainmark.checker.verdict.findings import Findings
+    from trainmark.format.mllog_read import read_records
+
+    runs = [(str(p), read_records(p.read_bytes(), strict=False)) for p in sorted(FIXTURE.rglob("result_*.txt"))]
+    assert len(runs) > 30
+    first = runs[0][1]
+    crafted = [e for e in first if e.key != "seed"] + [Event(9000, "", 1.0, "seed", "x", {"file": "a", "lineno": 1},
+                                                             None)]
+    broken = [Event(e.line, e.text, e.time_ms, e.key, "open" if e.key == "submission_division" else e.value,
+                    {} if e.key == "eval_accuracy" else e.metadata, e.event_type) for e in first]
+    errors = [Event(e.line, e.text, e.time_ms, "eval_error" if e.key == "eval_accuracy" else e.key, e.value,
+                    e.metadata, e.event_type) for e in first]
+    runs += [("crafted", crafted), ("broken", broken), ("errors", errors)]
+    scored = [(rel, results._scored(events, "4.0.0")) for rel, events in runs]
+    assert sum(map(len, (e for _, e in scored))) < sum(map(len, (e for _, e in runs))) / 5  # a real cut
+
+    def findings(parsed):
+        found = Findings()
+        division.check_logged_division(parsed, "closed", found)
+        return [(f.rule, f.file, f.line, f.message) for f in found]
+
+    assert findings(scored) == findings(runs) and findings(runs)
+    assert seed_problems(scored, "4.0.0") == seed_problems(runs, "4.0.0")
+    assert any(p.file == "crafted" for p in seed_problems(runs, "4.0.0"))
+    for (_, all_events), (_, some) in zip(runs, scored):
+        assert rcp.run_convergence(some, "4.0.0") == rcp.run_convergence(all_events, "4.0.0")
+        assert (compliance_configs.choosing_value_problems(some, "4.0.0")
+                == compliance_configs.choosing_value_problems(all_events, "4.0.0"))
+    assert rcp.run_convergence(broken, "4.0.0").epochs == rcp.NOT_CONVERGED
+    assert rcp.run_convergence(errors, "4.0.0") == rcp.run_convergence(first, "4.0.0")
+    assert rcp.run_convergence(first, "4.0.0").epochs != rcp.NOT_CONVERGED

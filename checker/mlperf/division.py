@@ -16,6 +16,8 @@ from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import mllog
 from trainmark.format.mllog_read import Event
 
+KEYS = frozenset({mllog.SUBMISSION_DIVISION})  # all it reads
+
 MLPERF_018 = rule(
     "MLPERF-018", ERROR, "a run logs a submission_division other than its system description's",
     why="mlperf-logging's compliance checker picks the closed or open rules from the log's submission_division, "

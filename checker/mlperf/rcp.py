@@ -27,6 +27,7 @@ from trainmark.format.mllog_read import Event
 NOT_CONVERGED = 1e9           # what MLPerf counts for a run that did not converge (the slowest, dropped)
 ALPHA = 0.05
 TOLERANCE = 1e-4
+KEYS = frozenset({"global_batch_size", "submission_benchmark", "eval_accuracy", "eval_error", "run_stop"})  # it reads
 # read_submission_file: these benchmarks converge in metadata.samples_count, stable_diffusion at the first
 # evaluation with FID <= 90 and CLIP >= 0.15 (inline literals there, so stated here)
 SAMPLES_COUNT_BENCHMARKS = frozenset({"llama2_70b_lora", "flux1", "llama31_405b", "llama31_8b", "gpt_oss_20b",

@@ -23,8 +23,14 @@ from pathlib import Path
 from mlperf_logging import benchmark_meta
 from mlperf_logging.compliance_checker import mlp_compliance
 
-from trainmark.checker.mlperf import rcp
-from trainmark.checker.mlperf.compliance_configs import SECURITY_001, choosing_value_problems, refused_findings
+from trainmark.checker.mlperf import division as logged_division
+from trainmark.checker.mlperf import rcp, seeds
+from trainmark.checker.mlperf.compliance_configs import (
+    SECURITY_001,
+    choosing_keys,
+    choosing_value_problems,
+    refused_findings,
+)
 from trainmark.checker.mlperf.division import check_logged_division
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.mlperf.power import power_problems
@@ -348,8 +354,21 @@ def _check_rcp(parsed: list[tuple[str, list[Event] | None]], benchmark: str, rul
     return verdict
 
 
+RUN_KEYS = frozenset({mllog.RUN_START, mllog.RUN_STOP})
+SCORED_KEYS = RUN_KEYS | rcp.KEYS | seeds.KEYS | logged_division.KEYS  # every key the scoring reads after the engine
+
+
+def _scored(events: list[Event], ruleset: str) -> list[Event]:
+    """The events of the keys the scoring reads, in order: a run's few hundred of its thousands of lines (most are
+    keys no scoring check reads, such as one ``init_start`` per rank), so that five checks do not each walk them
+    all (5 % of a round's check). Each check declares the keys it reads (``KEYS``)."""
+    wanted = SCORED_KEYS | choosing_keys(ruleset)
+    return [e for e in events if e.key in wanted]
+
+
 def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tuple[MLPerfRun, list[Event] | None]:
-    """The run's time as the summarizer takes it, and its events (None when the file does not parse)."""
+    """The run's time as the summarizer takes it, and the events the scoring reads (``_scored``; None when the
+    file does not parse)."""
     try:
         data = tree.read_bytes(rel, LOG_CAP)
     except (UnsafeEntry, Missing) as exc:
@@ -365,13 +384,14 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tu
                      f"{first.message} (mlperf-logging cannot parse it)", line=first.line,
                      expected=first.expected, seen=first.seen)
         return MLPerfRun(rel, None, True, "malformed MLLOG line"), None
-    problems = choosing_value_problems(events, ruleset)
+    scored = _scored(events, ruleset)
+    problems = choosing_value_problems(scored, ruleset)
     for event, want in problems:
         findings.add(SECURITY_001, rel, f"{event.key} {event.value!r} is not {want}: this file is not run through "
                      f"MLPerf's compliance rules (MLPerf's configs would take the value as a file name)",
                      line=event.line, expected=want, seen=event.value)
     if problems:
-        return MLPerfRun(rel, None, True, "a logged value names a config file"), events
+        return MLPerfRun(rel, None, True, "a logged value names a config file"), scored
     result = run_engine(events, f"training_{ruleset}/common.yaml", ruleset, werror=False)  # as the package checker
     refused_findings(result, rel, findings)
     if not result.valid:
@@ -381,16 +401,16 @@ def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tu
         line, seen = _where(first, events)
         findings.add(MLPERF_001, rel, f"fails MLPerf {ruleset} compliance: {text}",
                      line=line, expected=test or "compliant", seen=seen)
-        return MLPerfRun(rel, None, True, "fails compliance"), events
-    start = next((e for e in events if e.key == mllog.RUN_START), None)
-    stop = next((e for e in events if e.key == mllog.RUN_STOP), None)
+        return MLPerfRun(rel, None, True, "fails compliance"), scored
+    start = next((e for e in scored if e.key == mllog.RUN_START), None)
+    stop = next((e for e in scored if e.key == mllog.RUN_STOP), None)
     if start is None or stop is None or stop.metadata.get("status") != "success":
         why = "no run_start" if start is None else "no run_stop" if stop is None else \
             f"run_stop status {stop.metadata.get('status')!r}"
         findings.add(MLPERF_002, rel, f"run dropped: {why}", line=stop.line if stop else None,
                      expected="run_start and run_stop with status 'success'", seen=why)
-        return MLPerfRun(rel, None, True, why), events
-    return MLPerfRun(rel, (stop.time_ms - start.time_ms) / 60 / 1000, False), events
+        return MLPerfRun(rel, None, True, why), scored
+    return MLPerfRun(rel, (stop.time_ms - start.time_ms) / 60 / 1000, False), scored
 
 
 def _where(first, events: list[Event]) -> tuple[int | None, object]:

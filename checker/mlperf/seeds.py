@@ -47,6 +47,7 @@ def _seed_records(events: list[Event]) -> tuple[list[tuple[object, object, int, 
     return found, ""
 
 
+KEYS = frozenset({"seed"})  # all it reads
 EVERY_RUN_FROM = (4, 1, 0)   # the ruleset from which every run must log a seed (see above)
 
 
