@@ -23,8 +23,10 @@ from trainmark.checker.checks import (
 from trainmark.checker.checks import mllog as mllog_check
 from trainmark.checker.checks import trials as trials_check
 from trainmark.checker.checks.agreement import check_agreement
+from trainmark.checker.checks.code import code_claims
 from trainmark.checker.checks.epochs import check_epochs_log
 from trainmark.checker.checks.judgement import BenchmarkResult, Check, Judgement, TrainmarkContext, TrialCheck
+from trainmark.checker.checks.reeval import trial_claims
 from trainmark.checker.checks.spread import check_spread
 from trainmark.checker.checks.trial_json import check_trial_json
 from trainmark.checker.checks.trials import TRIAL_001
@@ -85,6 +87,8 @@ def check_trainmark_benchmark(folder: BenchmarkFolder, tree: SafeTree, ctx: Trai
                               findings: Findings) -> BenchmarkResult:
     """The folder read once (``read/evidence.py``), then every check of ``CHECKS`` in order."""
     evidence = read_benchmark(folder, tree)
+    ctx.code_claims[folder.rel] = code_claims(evidence)  # for check_code, which runs after every benchmark
+    ctx.trial_claims[folder.rel] = trial_claims(evidence)  # for re-evaluation, which runs after the checks
     judged = Judgement(ctx, BenchmarkResult("trainmark", folder.rel, folder.benchmark, folder.division,
                                             folder.submitter, folder.system))
     for check in CHECKS:

@@ -7,6 +7,7 @@ becomes a finding.
 from __future__ import annotations
 
 import contextlib
+import functools
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,8 +28,11 @@ from trainmark.checker.mlperf.results import (
 )
 from trainmark.checker.mlperf.system_desc import check_mlperf_systems
 from trainmark.checker.read import archive
+from trainmark.checker.read.evidence import read_raw
 from trainmark.checker.read.levels import walk
-from trainmark.checker.read.safefs import SafeTree
+from trainmark.checker.read.record import read_record
+from trainmark.checker.read.safefs import JSON_CAP, SafeTree
+from trainmark.checker.read.weights import read_weights_bytes
 from trainmark.checker.verdict.codes import CHECKER_001
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
@@ -183,7 +187,7 @@ def _check_folder(path: Path, options: CheckOptions) -> Report:
         report.notes.append(note)
     divisions, descs = {}, {}
     for system in layout.systems:
-        desc = descs[system.rel] = check_system_file(tree, system, schema, findings)
+        desc = descs[system.rel] = check_system_file(read_raw(tree, system.rel, JSON_CAP), system, schema, findings)
         division = system.division or (desc.get("division") if isinstance(desc, dict) else None)
         divisions[(system.submitter, system.system)] = division if isinstance(division, str) else None
         report.systems.append({"file": system.rel, "system": system.system, "division": divisions[
@@ -209,8 +213,9 @@ def _check_folder(path: Path, options: CheckOptions) -> Report:
                 continue
             if result is not None:
                 report.benchmarks.append(result)
-                _reevaluate(result, tree, rules, options, findings, report.notes)
-        check_code(report.benchmarks, tree, rules.root or RULES_ROOT, findings, report.notes)
+                _reevaluate(result, tree, ctx, options, findings, report.notes)
+        check_code(report.benchmarks, functools.partial(read_record, tree), ctx.code_claims, rules.root or RULES_ROOT,
+                   findings, report.notes)
     unknown = sorted({r.path or "." for r in report.benchmarks if r.format == "mlperf" and r.division is None})
     if unknown:
         report.notes.append(_unknown_division_note(unknown))
@@ -219,12 +224,13 @@ def _check_folder(path: Path, options: CheckOptions) -> Report:
     return report
 
 
-def _reevaluate(result: BenchmarkResult, tree: SafeTree, rules: RulesProvider, options: CheckOptions,
+def _reevaluate(result: BenchmarkResult, tree: SafeTree, ctx: TrainmarkContext, options: CheckOptions,
                 findings: Findings, notes: list[str]) -> None:
     """The trials of a checked trainmark folder that ``options.reevaluate`` selects, scored again."""
-    chosen = rules(result.benchmark, result.rules_version) if result.format == "trainmark" else None
+    chosen = ctx.rules_for(result.benchmark, result.rules_version) if result.format == "trainmark" else None
     if options.reevaluate is not None and chosen is not None:
-        reeval.check_benchmark(result, chosen, tree, options.reevaluate, findings, notes)
+        reeval.check_benchmark(result, chosen, ctx.trial_claims.get(result.path, {}),
+                               functools.partial(read_weights_bytes, tree), options.reevaluate, findings, notes)
 
 
 def _unknown_division_note(folders: list[str]) -> str:

@@ -280,3 +280,21 @@ def test_code_hashes_command_checks_staleness(tmp_path, capsys):
     assert "stale" in capsys.readouterr().err
     assert main(["rules", "code-hashes", "--rules-dir", str(rules)]) == 0
     assert main(["rules", "code-hashes", "--check", "--rules-dir", str(rules)]) == 0
+
+
+def test_a_trial_folder_without_a_result_file_still_claims_its_format(run_copy):
+    """The code check reads every trial folder's trial.json from the benchmark's evidence (``code_claims``), not
+    only those of trials with a result file: a format-2 claim there still requires the record."""
+    out, _ = run_copy
+    shutil.rmtree(out / SUB / "benchmarks")
+    for trial in (out / BENCH).glob("trial_*/trial.json"):
+        data = json.loads(trial.read_text())
+        data.pop("format_version")
+        trial.write_text(json.dumps(data))
+    for result in (out / BENCH).glob("result_*.txt"):
+        result.write_text("".join(line + "\n" for line in result.read_text().splitlines()
+                                  if '"trainmark_format_version"' not in line))
+    assert not [f for f in check(out, TEST_RULES).findings if f.rule == "CODE-001"]
+    (out / BENCH / "trial_9").mkdir()
+    (out / BENCH / "trial_9" / "trial.json").write_text(json.dumps({"format_version": 2}))
+    assert ("CODE-001", RECORD) in findings(check(out, TEST_RULES))

@@ -20,7 +20,7 @@ from safetensors.numpy import load_file
 from trainmark.checker.check import CheckOptions, check_path
 from trainmark.checker.checks import distinct, reeval
 from trainmark.checker.read.safefs import SafeTree
-from trainmark.checker.read.weights import MAX_SAMPLED_BYTES, read_weights
+from trainmark.checker.read.weights import MAX_SAMPLED_BYTES, TooLarge, read_weights, read_weights_bytes
 from trainmark.cli import main
 from trainmark.reference import fashion_mnist
 
@@ -123,10 +123,17 @@ def test_re_evaluation_never_reads_weights_larger_than_the_reference(tmp_path):
     weights = bench_dir(root) / "trial_1" / "model.safetensors"
     tensors = load_file(str(weights))
     write_safetensors(weights, tensors, sorted(tensors), {"extra.weight": ([1 << 20, 1 << 10], 4 << 30)})
-    tree = SafeTree(weights.parent)
+    read = []
+
+    def read_weights(rel, limit):
+        read.append(rel)
+        return read_weights_bytes(SafeTree(weights.parent), rel, limit)
+
     with pytest.raises(reeval.HeaderError) as refused:
-        reeval._read_weights(tree, "model.safetensors", get_rules("resnet-mini"))
-    assert "more than the" in refused.value.message
+        reeval._read_weights(read_weights, "model.safetensors", get_rules("resnet-mini"))
+    assert "more than the" in refused.value.message and read == ["model.safetensors"]
+    with pytest.raises(TooLarge):  # the read layer's own bound, whatever the caller makes of it
+        read_weights_bytes(SafeTree(weights.parent), "model.safetensors", 1 << 20)
 
 
 class _Spy:

@@ -20,8 +20,9 @@ is ``<submitter>/benchmarks/<benchmark>/implementations/<system>/``
 - the record's framework is one the release knows (``CODE-011``) and the one the MLLOG logs
   (``CODE-012``): another framework's code cannot stand in for the code that ran.
 
-Files are read through ``SafeTree`` (no links followed, sizes capped) and only hashed or parsed
-as JSON: nothing in a record is imported or run.
+The record is read by ``read/record.py`` (through ``SafeTree``: no links followed, sizes capped), and what the
+results claim about their code comes from the benchmark's evidence (``code_claims``); the files are only hashed
+or parsed as JSON: nothing in a record is imported or run.
 """
 from __future__ import annotations
 
@@ -29,26 +30,18 @@ import hashlib
 import json
 import posixpath
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainmark.checker.checks.code_imports import missing_imports
-from trainmark.checker.read.levels import safe_entries
-from trainmark.checker.read.safefs import (
-    HOSTILE_006,
-    HOSTILE_007,
-    JSON_CAP,
-    LOG_CAP,
-    MiB,
-    Missing,
-    SafeTree,
-    UnsafeEntry,
-)
+from trainmark.checker.read.evidence import BenchmarkEvidence
+from trainmark.checker.read.record import MISSING, REFUSED, RecordFolder
 from trainmark.checker.verdict.codes import CHECKER_001
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, WARNING, rule
 from trainmark.format import layout, mllog
-from trainmark.format.mllog_read import read_records
 from trainmark.rules.reference_code import released_key
 
 CODE_001 = rule(
@@ -167,10 +160,6 @@ RECORD_FILES = {layout.MANIFEST, layout.IMPLEMENTATION_JSON, layout.ENVIRONMENT_
 
 IMPLEMENTATION_FORMAT = layout.IMPLEMENTATION_FORMAT
 MANIFEST = layout.MANIFEST
-FILE_CAP = 16 * MiB        # one source file or record
-TOTAL_CAP = 256 * MiB      # one implementation record
-MAX_FILES = 2000
-MAX_DEPTH = 12
 _MANIFEST_LINE = re.compile(r"([0-9a-f]{64}) [ *](.+)")
 
 
@@ -205,8 +194,11 @@ class _Released:
         return self._cache[version]
 
 
-def check_code(benchmarks: list, tree: SafeTree, rules_root: Path, findings: Findings, notes: list[str]) -> None:
-    """Check the implementation record of every trainmark benchmark in ``benchmarks`` (BenchmarkResult)."""
+def check_code(benchmarks: list, read_record: Callable[[str], RecordFolder], claims: dict[str, CodeClaims],
+               rules_root: Path, findings: Findings, notes: list[str]) -> None:
+    """Check the implementation record of every trainmark benchmark in ``benchmarks`` (BenchmarkResult), each
+    record read by ``read_record`` (``read/record.py``; one at a time: a record may hold 256 MiB) and judged
+    against what its benchmark's evidence claims (``claims`` by benchmark folder, ``code_claims``)."""
     released = _Released(rules_root)
     legacy, outside = [], []
     for result in benchmarks:
@@ -217,7 +209,7 @@ def check_code(benchmarks: list, tree: SafeTree, rules_root: Path, findings: Fin
             outside.append(result.path or ".")
             continue
         try:
-            _check_one(result, rel, tree, released, findings, legacy)
+            _check_one(result, read_record(rel), released, claims.get(result.path, CodeClaims()), findings, legacy)
         except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the other folders
             findings.add(CHECKER_001, rel, f"checking the implementation record failed: {type(exc).__name__}: {exc}",
                          expected="a complete check", seen=type(exc).__name__)
@@ -230,89 +222,30 @@ def check_code(benchmarks: list, tree: SafeTree, rules_root: Path, findings: Fin
                      "checked folder; check the submitter folder (or above) to verify it")
 
 
-class _Logged:
-    """What the benchmark's MLLOG files say about the code: the frameworks and result format versions logged."""
+@dataclass(frozen=True)
+class CodeClaims:
+    """What a benchmark's results say about the code that made them (``code_claims`` of its evidence)."""
+    frameworks: frozenset[str] = frozenset()  # logged by its MLLOG files (a file that logs none: pytorch)
+    logged_format: int = 1                    # the highest trainmark_format_version its MLLOG files log
+    trial_format: int = 1                     # the highest format_version its trials' trial.json claim
+    models: frozenset[str] = frozenset()      # the --model specs (MODULE:CALLABLE) its trials' trial.json name
 
-    def __init__(self, tree: SafeTree, bench_rel: str):
-        self.frameworks: set[str] = set()
-        self.format_version = 1
-        try:
-            entries = tree.list_dir(bench_rel)
-        except (Missing, UnsafeEntry):
-            return
-        for e in entries:
-            if e.kind == "file" and (m := layout.RESULT_FILE.fullmatch(e.name)) and m[1] != "0":
-                self._read(tree, posixpath.join(bench_rel, e.name))
 
-    def _read(self, tree: SafeTree, rel: str) -> None:
-        try:
-            events = read_records(tree.read_bytes(rel, LOG_CAP), strict=False)
-        except (Missing, UnsafeEntry):
-            return  # the benchmark checks report the file
+def code_claims(ev: BenchmarkEvidence) -> CodeClaims:
+    """The claims of a benchmark folder's evidence, kept for ``check_code`` (which runs after every benchmark):
+    every readable result file's first framework and format version, and every trial folder's trial.json
+    (a trial without a result file too). The reference's model id has no colon, so it is not a --model spec."""
+    frameworks, logged = set(), 1
+    for events in ev.events_by_trial().values():
         framework = mllog.first_value(events, mllog.FRAMEWORK, "pytorch")  # absent: pytorch, the first one
-        self.frameworks.add(framework if isinstance(framework, str) else repr(framework))
+        frameworks.add(framework if isinstance(framework, str) else repr(framework))
         version = mllog.first_value(events, mllog.FORMAT_VERSION)
-        if type(version) is int and version > self.format_version:
-            self.format_version = version
-
-
-def _format_version(tree: SafeTree, bench_rel: str) -> int:
-    """The highest ``format_version`` the trials' ``trial.json`` claim (1 when none does)."""
-    version = 1
-    try:
-        entries = tree.list_dir(bench_rel)
-    except (Missing, UnsafeEntry):
-        return version
-    for e in entries:
-        if e.kind != "dir" or not (m := layout.TRIAL_DIR.fullmatch(e.name)) or m[1] == "0":
-            continue
-        try:
-            data = json.loads(tree.read_bytes(posixpath.join(bench_rel, e.name, layout.TRIAL_JSON), JSON_CAP))
-        except (Missing, UnsafeEntry, ValueError, RecursionError):
-            continue  # the trial checks report a missing or broken trial.json
-        value = data.get("format_version") if isinstance(data, dict) else None
-        if type(value) is int and value > version:
-            version = value
-    return version
-
-
-def _walk(tree: SafeTree, rel: str, findings: Findings) -> dict[str, bytes]:
-    """Every regular file below ``rel`` (path relative to it -> content), within the caps."""
-    files: dict[str, bytes] = {}
-    total = 0
-    todo = [("", 0)]
-    while todo:
-        sub, depth = todo.pop()
-        here = posixpath.join(rel, sub) if sub else rel
-        try:
-            entries = safe_entries(here, tree.list_dir(here), findings)
-        except UnsafeEntry as exc:
-            findings.add(exc.rule, here, exc.message, seen=exc.seen)
-            continue
-        for e in entries:
-            child = posixpath.join(sub, e.name) if sub else e.name
-            if e.kind == "dir":
-                if depth + 1 > MAX_DEPTH:
-                    findings.add(HOSTILE_006, posixpath.join(rel, child), f"implementation record nested deeper "
-                                 f"than {MAX_DEPTH} folders; not read further", expected=f"at most {MAX_DEPTH}")
-                else:
-                    todo.append((child, depth + 1))
-                continue
-            if len(files) >= MAX_FILES or total + e.size > TOTAL_CAP:
-                findings.add(HOSTILE_006, rel, f"implementation record holds more than {MAX_FILES} files or "
-                             f"{TOTAL_CAP >> 20} MiB; the rest is not read",
-                             expected=f"at most {MAX_FILES} files, {TOTAL_CAP >> 20} MiB")
-                return files
-            try:
-                data = tree.read_bytes(posixpath.join(rel, child), FILE_CAP)
-            except (Missing, UnsafeEntry) as exc:
-                rule = exc.rule if isinstance(exc, UnsafeEntry) else HOSTILE_007
-                findings.add(rule, posixpath.join(rel, child), getattr(exc, "message", str(exc)),
-                             seen=getattr(exc, "seen", ""))
-                continue
-            files[child] = data
-            total += len(data)
-    return files
+        if type(version) is int and version > logged:
+            logged = version
+    claimed = [j.value for _, j in sorted(ev.trial_jsons.items()) if j.value is not None]
+    trial_format = max([1, *(v for v in (c.get("format_version") for c in claimed) if type(v) is int)])
+    models = frozenset(m for m in (c.get("model") for c in claimed) if isinstance(m, str) and ":" in m)
+    return CodeClaims(frozenset(frameworks), logged, trial_format, models)
 
 
 def _safe_path(path: str) -> bool:
@@ -362,11 +295,12 @@ def _load_json(files: dict[str, bytes], name: str, rel: str, required: dict[str,
     return data
 
 
-def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: Findings, legacy: list[str]) -> None:
-    logged = _Logged(tree, result.path)
-    if not _record_present(result, rel, tree, released, logged, findings, legacy):
+def _check_one(result, record: RecordFolder, released: _Released, claims: CodeClaims, findings: Findings,
+               legacy: list[str]) -> None:
+    if not _record_present(result, record, released, claims, findings, legacy):
         return
-    files = _walk(tree, rel, findings)
+    rel, files = record.rel, record.files
+    record.problems.replay(findings)  # links, unreadable files, the caps: met while reading
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
     _check_manifest(files, digests, rel, findings)
     info = _load_json(files, layout.IMPLEMENTATION_JSON, rel,
@@ -375,18 +309,17 @@ def _check_one(result, rel: str, tree: SafeTree, released: _Released, findings: 
     _load_json(files, layout.ENVIRONMENT_JSON, rel, {"python": (str,), "distributions": (dict,)}, findings)
     _load_json(files, layout.COMMAND_JSON, rel, {"argv": (list,)}, findings)
     if info is not None:
-        _check_implementation(result, rel, info, files, digests, released, logged, findings, tree)
+        _check_implementation(result, rel, info, files, digests, released, claims, findings)
 
 
-def _record_present(result, rel: str, tree: SafeTree, released: _Released, logged: _Logged, findings: Findings,
+def _record_present(result, record: RecordFolder, released: _Released, claims: CodeClaims, findings: Findings,
                     legacy: list[str]) -> bool:
     """Whether the implementation record is there to check (CODE-001 when a format-2 folder lacks it, CODE-013
     when its rules version's release carries code hashes: a format-1 claim does not excuse it)."""
-    try:
-        tree.list_dir(rel)
-    except Missing:
+    rel = record.rel
+    if record.state == MISSING:
         hashed = isinstance(released.get(result.rules_version), dict) if result.rules_version else False
-        if max(_format_version(tree, result.path), logged.format_version) >= 2:
+        if max(claims.trial_format, claims.logged_format) >= 2:
             findings.add(CODE_001, rel, f"{rel} is missing: the results of {result.path} come without the code "
                          "that produced them", expected="the implementation record trainmark run writes",
                          seen="missing")
@@ -398,8 +331,8 @@ def _record_present(result, rel: str, tree: SafeTree, released: _Released, logge
         else:
             legacy.append(result.path)
         return False
-    except UnsafeEntry as exc:
-        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+    if record.state == REFUSED:
+        record.problems.replay(findings)
         return False
     return True
 
@@ -431,7 +364,7 @@ def _check_manifest(files: dict[str, bytes], digests: dict[str, str], rel: str, 
 
 
 def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes], digests: dict[str, str],
-                          released: _Released, logged: _Logged, findings: Findings, tree: SafeTree) -> None:
+                          released: _Released, claims: CodeClaims, findings: Findings) -> None:
     """The implementation record against the results and, closed, the released reference (CODE-006..010)."""
     info_rel = posixpath.join(rel, layout.IMPLEMENTATION_JSON)
     if info["format"] != IMPLEMENTATION_FORMAT:
@@ -443,7 +376,7 @@ def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes],
             findings.add(CODE_010, info_rel, f"{info_rel} names {key} {info[key]!r}, the results {want!r}",
                          expected=want, seen=info[key])
     division = result.division or info["division"]
-    framework = _check_framework(result, info_rel, info.get("framework", "pytorch"), released, logged, findings)
+    framework = _check_framework(result, info_rel, info.get("framework", "pytorch"), released, claims, findings)
     if division == "closed":
         _check_released(result, rel, digests, released, findings, framework)
         _check_closed_extras(rel, files, findings)
@@ -453,7 +386,7 @@ def _check_implementation(result, rel: str, info: dict, files: dict[str, bytes],
             findings.add(CODE_009, posixpath.join(rel, layout.MODEL_DIR), f"open division with --model {model}: "
                          f"the model's source is not in {rel}/model/", expected="model/<module>.py", seen="missing")
     if division == "open":
-        _check_open_model(result, rel, model, files, tree, findings)
+        _check_open_model(rel, model, files, claims, findings)
 
 
 def _check_closed_extras(rel: str, files: dict[str, bytes], findings: Findings) -> None:
@@ -464,12 +397,12 @@ def _check_closed_extras(rel: str, files: dict[str, bytes], findings: Findings) 
                      expected=f"{layout.CODE_DIR}/ and the record's own files", seen=path)
 
 
-def _check_open_model(result, rel: str, model: object, files: dict[str, bytes], tree: SafeTree,
+def _check_open_model(rel: str, model: object, files: dict[str, bytes], claims: CodeClaims,
                       findings: Findings) -> None:
     """CODE-015: the model the trials name (trial.json's ``model`` MODULE:CALLABLE) is the record's, and every
     module the recorded model files import is there (checks/code_imports.py)."""
     info_rel = posixpath.join(rel, layout.IMPLEMENTATION_JSON)
-    ran = sorted(_trial_models(tree, result.path) - {model})
+    ran = sorted(claims.models - {model})
     if ran:
         findings.add(CODE_015, info_rel, f"the trials ran model {ran[0]!r}, {info_rel} names {model!r}: the record "
                      "does not name the model that ran", expected=ran[0], seen=repr(model))
@@ -481,25 +414,6 @@ def _check_open_model(result, rel: str, model: object, files: dict[str, bytes], 
                      seen="missing")
 
 
-def _trial_models(tree: SafeTree, bench_rel: str) -> set[str]:
-    """The ``--model`` specs (MODULE:CALLABLE) the trials' trial.json name; the reference's id has no colon."""
-    models = set()
-    try:
-        entries = tree.list_dir(bench_rel)
-    except (Missing, UnsafeEntry):
-        return models
-    for e in entries:
-        if e.kind == "dir" and layout.TRIAL_DIR.fullmatch(e.name):
-            try:
-                data = json.loads(tree.read_bytes(posixpath.join(bench_rel, e.name, layout.TRIAL_JSON), JSON_CAP))
-            except (Missing, UnsafeEntry, ValueError, RecursionError):
-                continue
-            value = data.get("model") if isinstance(data, dict) else None
-            if isinstance(value, str) and ":" in value:
-                models.add(value)
-    return models
-
-
 def _json_object(data: bytes | None) -> dict:
     try:
         value = json.loads(data) if data is not None else {}
@@ -508,7 +422,7 @@ def _json_object(data: bytes | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _check_framework(result, info_rel: str, framework: object, released: _Released, logged: _Logged,
+def _check_framework(result, info_rel: str, framework: object, released: _Released, claims: CodeClaims,
                      findings: Findings) -> object:
     """The record's framework against the release (CODE-011) and the MLLOG (CODE-012); returns the framework
     whose released code the record's code/ must be: the logged one where the record names an unknown one."""
@@ -520,12 +434,12 @@ def _check_framework(result, info_rel: str, framework: object, released: _Releas
         findings.add(CODE_011, info_rel, f"{info_rel} names framework {framework!r}, which the released code of "
                      f"rules {result.rules_version} does not know", expected=" or ".join(sorted(known)),
                      seen=framework)
-    if logged.frameworks and logged.frameworks != {framework}:
+    if claims.frameworks and claims.frameworks != {framework}:
         findings.add(CODE_012, info_rel, f"{info_rel} names framework {framework!r}, the results' MLLOG "
-                     f"{', '.join(sorted(logged.frameworks))}: the record is not the code that ran",
-                     expected=" and ".join(sorted(logged.frameworks)), seen=framework)
-    if known is not None and framework not in known and len(logged.frameworks) == 1:
-        return next(iter(logged.frameworks))
+                     f"{', '.join(sorted(claims.frameworks))}: the record is not the code that ran",
+                     expected=" and ".join(sorted(claims.frameworks)), seen=framework)
+    if known is not None and framework not in known and len(claims.frameworks) == 1:
+        return next(iter(claims.frameworks))
     return framework
 
 

@@ -24,6 +24,8 @@ class TrainmarkContext:
     notes: list[str] = field(default_factory=list)
     _configs: dict = field(default_factory=dict)
     systems: dict = field(default_factory=dict)     # (submitter, system) -> its system description (or None)
+    code_claims: dict = field(default_factory=dict)  # benchmark folder -> its CodeClaims (checks/code.py)
+    trial_claims: dict = field(default_factory=dict)  # benchmark folder -> {trial: claims} (checks/reeval.py)
 
     def compliance_file(self, rules: BenchmarkRules, division: str) -> str:
         key = (rules.name, rules.version, division, str(rules.path))

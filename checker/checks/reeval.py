@@ -13,19 +13,19 @@ saying why it was skipped). A full-size benchmark is re-evaluated only when aske
 """
 from __future__ import annotations
 
-import json
 import math
 import secrets
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from trainmark.checker.read.safefs import JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
-from trainmark.checker.read.safetensors_header import DTYPES, HeaderError, tensor_spans
+from trainmark.checker.read.evidence import BenchmarkEvidence
+from trainmark.checker.read.safefs import Missing, UnsafeEntry
+from trainmark.checker.read.safetensors_header import DTYPES, HeaderError
+from trainmark.checker.read.weights import TooLarge
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.errors import UserError
 from trainmark.format import layout, mllog
-from trainmark.format.mllog_read import read_records
 from trainmark.rules.reference_structures import shipped
 from trainmark.rules.ruleset import BenchmarkRules, reevaluation
 
@@ -101,14 +101,20 @@ class Reevaluate:
     draw: Callable[[int], int] = secrets.randbelow
 
 
-def check_benchmark(result, rules: BenchmarkRules, tree: SafeTree, plan: Reevaluate, findings: Findings,
-                    notes: list[str]) -> None:
+ReadWeights = Callable[[str, int], bytes]   # (model.safetensors, most bytes of tensors) -> its bytes (read layer)
+Claims = tuple[object, object, object]      # (framework, precision, model) a trial claims
+
+
+def check_benchmark(result, rules: BenchmarkRules, claims: dict[int, Claims], read_weights: ReadWeights,
+                    plan: Reevaluate, findings: Findings, notes: list[str]) -> None:
     """Re-evaluate the trials of one checked trainmark benchmark folder (``result``: its BenchmarkResult) that
-    ``plan`` selects; findings join ``findings``, the note saying what was measured joins ``notes``."""
+    ``plan`` selects, from what each trial claims (``trial_claims`` of its evidence) and its weights, read by
+    ``read_weights`` (``read/weights.py``); findings join ``findings``, the note saying what was measured joins
+    ``notes``."""
     if plan.scope == NONE or not result.trials:
         return
     try:
-        _check_benchmark(result, rules, tree, plan, findings, notes)
+        _check_benchmark(result, rules, claims, read_weights, plan, findings, notes)
     except UserError as exc:  # a reference that cannot be built here: an error only when --reevaluate asked
         if plan.scope == EVERY:
             raise
@@ -116,8 +122,8 @@ def check_benchmark(result, rules: BenchmarkRules, tree: SafeTree, plan: Reevalu
                      expected="a reference this checker can build", seen="not re-evaluated")
 
 
-def _check_benchmark(result, rules: BenchmarkRules, tree: SafeTree, plan: Reevaluate, findings: Findings,
-                     notes: list[str]) -> None:
+def _check_benchmark(result, rules: BenchmarkRules, claims_of: dict[int, Claims], read_weights: ReadWeights,
+                     plan: Reevaluate, findings: Findings, notes: list[str]) -> None:
     where = result.path or "."
     if plan.scope == ONE_PER_MINI and rules.data.get("size") != "mini":
         findings.add(REEVAL_005, result.path, f"{where}: a full-size benchmark's trials are re-evaluated only with "
@@ -127,7 +133,7 @@ def _check_benchmark(result, rules: BenchmarkRules, tree: SafeTree, plan: Reeval
     trials = result.trials if plan.scope == EVERY else [result.trials[plan.draw(len(result.trials))]]
     measured, problem = [], None
     for trial in trials:
-        claims = _trial_claims(tree, result, trial["trial"])
+        claims = claims_of.get(trial["trial"], (None, None, None))
         if _not_the_reference(result, trial, claims[2], rules, findings):
             continue
         problem = problem or plan.evaluator.data_problem(rules)
@@ -137,7 +143,7 @@ def _check_benchmark(result, rules: BenchmarkRules, tree: SafeTree, plan: Reeval
             findings.add(REEVAL_005, result.path, f"{where}: not re-evaluated: {problem}",
                          expected="the rules' evaluation data", seen="not found")
             return
-        outcome = _reevaluate_trial(result, trial, claims, rules, tree, plan.evaluator, findings)
+        outcome = _reevaluate_trial(result, trial, claims, rules, read_weights, plan.evaluator, findings)
         if outcome is not None and outcome.metric is not None:
             measured.append((trial, outcome))
     notes.append(_note(where, rules, measured, plan.scope))
@@ -174,13 +180,13 @@ def _not_the_reference(result, trial: dict, model: object, rules: BenchmarkRules
     return True
 
 
-def _reevaluate_trial(result, trial: dict, claims: tuple, rules: BenchmarkRules, tree: SafeTree,
+def _reevaluate_trial(result, trial: dict, claims: Claims, rules: BenchmarkRules, read_weights: ReadWeights,
                       evaluator: Evaluator, findings: Findings) -> Measured | None:
     """One trial's weights evaluated again and judged; the measurement, or None when none could be made."""
     k, (framework, precision, _) = trial["trial"], claims
     weights_rel = f"{_trial_rel(result, k)}/{layout.MODEL_FILE}"
     try:
-        weights = _read_weights(tree, weights_rel, rules)
+        weights = _read_weights(read_weights, weights_rel, rules)
     except (Missing, UnsafeEntry, HeaderError) as exc:
         findings.add(REEVAL_004, weights_rel, f"trial {k} cannot be re-evaluated: {getattr(exc, 'message', exc)}",
                      expected=layout.MODEL_FILE, seen="unreadable")
@@ -195,15 +201,15 @@ def _reevaluate_trial(result, trial: dict, claims: tuple, rules: BenchmarkRules,
     return outcome
 
 
-def _read_weights(tree: SafeTree, rel: str, rules: BenchmarkRules) -> bytes:
-    """The bytes of a model.safetensors, read only after its header's sizes were checked against the file and
-    against the reference's tensors (the rules' shipped structure): never more than the reference's size."""
-    start, spans = tensor_spans(tree, rel)
-    declared, limit = sum(end - begin for _, _, begin, end, _ in spans), reference_bytes(rules)
-    if declared > limit:
-        raise HeaderError(REEVAL_004, f"{rel} declares {declared:,} bytes of tensors, more than the {limit:,} of "
-                          f"{rules.reference_model['id']}'s: not read", f"{declared} bytes")
-    return tree.read_bytes(rel, start + declared)
+def _read_weights(read_weights: ReadWeights, rel: str, rules: BenchmarkRules) -> bytes:
+    """The bytes of a model.safetensors, never more than the reference's tensors take (the rules' shipped
+    structure): its header's sizes are checked against the file and that size before anything else is read."""
+    limit = reference_bytes(rules)
+    try:
+        return read_weights(rel, limit)
+    except TooLarge as exc:
+        raise HeaderError(REEVAL_004, f"{rel} declares {exc.declared:,} bytes of tensors, more than the {limit:,} "
+                          f"of {rules.reference_model['id']}'s: not read", f"{exc.declared} bytes") from None
 
 
 def reference_bytes(rules: BenchmarkRules) -> int:
@@ -217,20 +223,16 @@ def reference_bytes(rules: BenchmarkRules) -> int:
                desc.get("buffers", []))
 
 
-def _trial_claims(tree: SafeTree, result, k: int) -> tuple[object, object, object]:
-    """(framework, precision, model) of trial ``k`` as its MLLOG and trial.json say (None where they say
-    nothing readable): they only choose among the evaluators of the rules' own models."""
-    try:
-        events = read_records(tree.read_bytes("/".join(p for p in (result.path, layout.result_file(k)) if p),
-                                              LOG_CAP), strict=True)
-    except Exception:  # noqa: BLE001 - an unreadable log is the other checks' finding; no claims then
-        events = []
-    try:
-        summary = json.loads(tree.read_bytes(f"{_trial_rel(result, k)}/{layout.TRIAL_JSON}", JSON_CAP))
-    except Exception:  # noqa: BLE001 - the same
-        summary = {}
-    model = summary.get("model") if isinstance(summary, dict) else None
-    return mllog.first_value(events, mllog.FRAMEWORK), mllog.first_value(events, mllog.PRECISION), model
+def trial_claims(ev: BenchmarkEvidence) -> dict[int, Claims]:
+    """(framework, precision, model) of each trial as its MLLOG and trial.json say (None where they say nothing
+    readable), from the benchmark's evidence: they only choose among the evaluators of the rules' own models."""
+    claims = {}
+    for k, result_file in ev.results.items():
+        events = result_file.events or []
+        summary = ev.trial_jsons[k].value if k in ev.trial_jsons else None
+        model = summary.get("model") if isinstance(summary, dict) else None
+        claims[k] = (mllog.first_value(events, mllog.FRAMEWORK), mllog.first_value(events, mllog.PRECISION), model)
+    return claims
 
 
 def judge(trial: dict, metric: float, rules: BenchmarkRules, rel: str, findings: Findings) -> None:

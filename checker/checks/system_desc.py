@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from trainmark.checker.read.evidence import RawFile
 from trainmark.checker.read.levels import LAYOUT_002, SystemFile
-from trainmark.checker.read.safefs import JSON_CAP, Missing, SafeTree, UnsafeEntry
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.format import schema
@@ -48,16 +48,15 @@ def load_schema(path: Path | None) -> tuple[dict | None, str]:
         raise UserError(f"system schema {path} is unreadable: {exc}") from None
 
 
-def check_system_file(tree: SafeTree, system: SystemFile, schema: dict | None, findings: Findings) -> dict | None:
-    """The system description, validated; ``None`` when it cannot be read."""
-    rel = system.rel
-    try:
-        raw = tree.read_bytes(rel, JSON_CAP)
-    except Missing:
+def check_system_file(file: RawFile, system: SystemFile, schema: dict | None, findings: Findings) -> dict | None:
+    """The system description (``file``: ``system``'s, read with ``read_raw``), validated; ``None`` when it cannot
+    be read."""
+    rel, raw = system.rel, file.data
+    if file.missing:
         findings.add(LAYOUT_002, rel, f"{rel} is missing", expected=rel, seen="missing")
         return None
-    except UnsafeEntry as exc:
-        findings.add(exc.rule, rel, exc.message, seen=exc.seen)
+    if raw is None:
+        file.problems.replay(findings)
         return None
     try:
         desc = json.loads(raw.decode("utf-8"))

@@ -106,12 +106,16 @@ class WeightsFile:
 
 
 @dataclass
-class TelemetryFile:
-    """``telemetry.csv`` as bytes (the telemetry check parses the rows); ``missing`` when there is none."""
+class RawFile:
+    """A file as bytes for the check that parses it (``telemetry.csv``, ``systems/<system>.json``); ``missing``
+    when there is none, ``data`` None also when it was refused (``problems`` says why)."""
     rel: str
     data: bytes | None
     missing: bool
     problems: Recorded
+
+
+TelemetryFile = RawFile
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,8 @@ class BenchmarkEvidence:
     epochs_log: TextFile | None              # None when the folder has none
     interrupted: dict[str, Attempt]          # the folders of interrupted/, by name
     trials: dict[int, TrialFolder]           # the trial folders of trials with a result file
+    trial_jsons: dict[int, JsonFile] = field(default_factory=dict)  # trial.json of every trial_<k>/ (k >= 1),
+    #                                          a trial without a result file too (the code check reads their claims)
 
     def events_by_trial(self) -> dict[int, list[Event]]:
         """The events of every readable result file, by trial."""
@@ -161,9 +167,11 @@ def read_benchmark(folder: BenchmarkFolder, tree: SafeTree) -> BenchmarkEvidence
         rel = join(folder.rel, layout.EPOCHS_LOG)
         problems = Recorded()
         epochs_log = TextFile(rel, _read(tree, rel, LOG_CAP, problems), problems)
-    trials = {k: read_trial_folder(tree, k, join(folder.rel, listing.trial_dirs[k]))
+    trial_jsons = {k: read_trial_json(tree, join(folder.rel, name)) for k, name in sorted(listing.trial_dirs.items())}
+    trials = {k: read_trial_folder(tree, k, join(folder.rel, listing.trial_dirs[k]), trial_jsons[k])
               for k in sorted(listing.results) if k in listing.trial_dirs}
-    return BenchmarkEvidence(folder, listing, results, epochs_log, _interrupted(tree, folder.rel), trials)
+    return BenchmarkEvidence(folder, listing, results, epochs_log, _interrupted(tree, folder.rel), trials,
+                             trial_jsons)
 
 
 def classify(folder: BenchmarkFolder) -> Listing:
@@ -232,16 +240,21 @@ def _attempt(tree: SafeTree, rel: str) -> Attempt:
     return Attempt(holds, logged)
 
 
-def read_trial_folder(tree: SafeTree, k: int, rel: str) -> TrialFolder:
+def read_trial_json(tree: SafeTree, trial_rel: str) -> JsonFile:
+    trial_json = JsonFile(join(trial_rel, layout.TRIAL_JSON), None, Recorded())
+    trial_json.value = read_json_object(tree, trial_json.rel, trial_json.problems, CONTENT)
+    return trial_json
+
+
+def read_trial_folder(tree: SafeTree, k: int, rel: str, trial_json: JsonFile | None = None) -> TrialFolder:
+    """``trial_<k>/`` (its ``trial.json`` already read when given)."""
     problems = Recorded()
     try:
         entries = safe_entries(rel, tree.list_dir(rel), problems)
     except (UnsafeEntry, Missing) as exc:
         problems.add(getattr(exc, "rule", HOSTILE_007), rel, getattr(exc, "message", str(exc)))
         entries = []
-    json_problems = Recorded()
-    trial_json = JsonFile(join(rel, layout.TRIAL_JSON), None, json_problems)
-    trial_json.value = read_json_object(tree, trial_json.rel, json_problems, CONTENT)
+    trial_json = trial_json or read_trial_json(tree, rel)
     return TrialFolder(k, rel, entries, problems, trial_json, _structure(tree, join(rel, layout.STRUCTURE_FILE)),
                        _weights(tree, join(rel, layout.MODEL_FILE)), read_telemetry(tree, join(rel, TELEMETRY_FILE)))
 
@@ -280,12 +293,16 @@ def _weights(tree: SafeTree, rel: str) -> WeightsFile:
     return WeightsFile(rel, None, None, problems)
 
 
-def read_telemetry(tree: SafeTree, rel: str) -> TelemetryFile:
+def read_raw(tree: SafeTree, rel: str, cap: int) -> RawFile:
     problems = Recorded()
     try:
-        return TelemetryFile(rel, tree.read_bytes(rel, LOG_CAP), False, problems)
+        return RawFile(rel, tree.read_bytes(rel, cap), False, problems)
     except Missing:
-        return TelemetryFile(rel, None, True, problems)
+        return RawFile(rel, None, True, problems)
     except UnsafeEntry as exc:
         problems.add(exc.rule, rel, exc.message, seen=exc.seen)
-        return TelemetryFile(rel, None, False, problems)
+        return RawFile(rel, None, False, problems)
+
+
+def read_telemetry(tree: SafeTree, rel: str) -> TelemetryFile:
+    return read_raw(tree, rel, LOG_CAP)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainmark.checker.read.safefs import Missing, SafeTree, UnsafeEntry
-from trainmark.checker.read.safetensors_header import Header, HeaderError, read_header
+from trainmark.checker.read.safetensors_header import Header, HeaderError, read_header, tensor_spans
 
 MIN_CONSTANT_ELEMENTS = 16      # a random matrix of 16 or more values is never constant
 FLOAT_DTYPES = {"F16": "<f2", "BF16": "<u2", "F32": "<f4", "F64": "<f8"}
@@ -77,3 +77,21 @@ def _sample(tree: SafeTree, rel: str, offset: int, count: int, dtype: str, name:
     if dtype == "BF16":
         return (raw.astype(np.uint32) << 16).view(np.float32)
     return raw.astype(np.float32)
+
+
+class TooLarge(Exception):
+    """A model.safetensors whose header declares more bytes of tensors than the caller allows."""
+
+    def __init__(self, declared: int):
+        super().__init__(f"{declared} bytes of tensors declared")
+        self.declared = declared
+
+
+def read_weights_bytes(tree: SafeTree, rel: str, limit: int) -> bytes:
+    """The bytes of a model.safetensors, read only after its header's sizes were checked against the file and
+    against ``limit`` (``TooLarge`` beyond it): never more than ``limit`` bytes of tensors are read."""
+    start, spans = tensor_spans(tree, rel)
+    declared = sum(end - begin for _, _, begin, end, _ in spans)
+    if declared > limit:
+        raise TooLarge(declared)
+    return tree.read_bytes(rel, start + declared)
