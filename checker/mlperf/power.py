@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import posixpath
 
+from trainmark.checker.read.evidence import file_names
 from trainmark.checker.read.levels import BenchmarkFolder
-from trainmark.checker.read.safefs import Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.safefs import SafeTree
 
 POWER_DIR = "power"
 KINDS = ("node", "sw")
@@ -51,9 +52,8 @@ def power_problems(tree: SafeTree, folder: BenchmarkFolder, result_names: list[s
     counts: dict[str, dict[str, int]] = {kind: {} for kind in KINDS}
     for name in result_names:
         stem = posixpath.splitext(name)[0]
-        try:
-            files = [e.name for e in tree.list_dir(f"{base}/{stem}") if e.kind == "file"]
-        except (Missing, UnsafeEntry):
+        files = file_names(tree, f"{base}/{stem}")
+        if files is None:
             problems[name] = f"no folder {POWER_DIR}/{stem}/ with its power readings"
             continue
         for kind in KINDS:

@@ -35,9 +35,10 @@ from trainmark.checker.mlperf.division import check_logged_division
 from trainmark.checker.mlperf.engine import run_engine
 from trainmark.checker.mlperf.power import power_problems
 from trainmark.checker.mlperf.seeds import seed_problems
+from trainmark.checker.read.evidence import read_raw
 from trainmark.checker.read.levels import BenchmarkFolder
 from trainmark.checker.read.mllog_read import read_events
-from trainmark.checker.read.safefs import HOSTILE_007, JSON_CAP, LOG_CAP, Missing, SafeTree, UnsafeEntry
+from trainmark.checker.read.safefs import HOSTILE_007, JSON_CAP, LOG_CAP, SafeTree
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, INFO, WARNING, rule
 from trainmark.checker.verdict.scoring import olympic_mean
@@ -310,13 +311,11 @@ def _bypasses(tree: SafeTree, folder: BenchmarkFolder, findings: Findings) -> li
     found: set[str] = set()
     for place in places:
         rel = f"{place}/{PARAMS_FILE}".lstrip("/")
-        try:
-            text = tree.read_bytes(rel, JSON_CAP).decode("utf-8", errors="replace")
-        except Missing:
+        params = read_raw(tree, rel, JSON_CAP)
+        if params.data is None:
+            params.problems.replay(findings)  # refused (a missing file is no problem)
             continue
-        except UnsafeEntry as exc:
-            findings.add(exc.rule, rel, exc.message, seen=exc.seen)
-            continue
+        text = params.data.decode("utf-8", errors="replace")
         lines = text.replace("\r\n", "\n").replace("\r", "\n").splitlines(keepends=True)
         found.update(word for word in BYPASSES if word in lines)
     return sorted(found)
@@ -369,14 +368,12 @@ def _scored(events: list[Event], ruleset: str) -> list[Event]:
 def _score_run(tree: SafeTree, rel: str, ruleset: str, findings: Findings) -> tuple[MLPerfRun, list[Event] | None]:
     """The run's time as the summarizer takes it, and the events the scoring reads (``_scored``; None when the
     file does not parse)."""
-    try:
-        data = tree.read_bytes(rel, LOG_CAP)
-    except (UnsafeEntry, Missing) as exc:
-        rule = exc.rule if isinstance(exc, UnsafeEntry) else HOSTILE_007
-        findings.add(rule, rel, getattr(exc, "message", str(exc)), seen=getattr(exc, "seen", ""))
+    run_file = read_raw(tree, rel, LOG_CAP, missing_rule=HOSTILE_007)
+    if run_file.data is None:
+        run_file.problems.replay(findings)
         return MLPerfRun(rel, None, True, "unreadable"), None
     line_problems = Findings()
-    events = read_events(data, rel, line_problems, strict=False)
+    events = read_events(run_file.data, rel, line_problems, strict=False)
     if len(line_problems):
         first = next(iter(line_problems))
         ours = first.rule.startswith("LIMIT-")  # a budget of ours, not MLPerf's verdict: labelled as ours
@@ -432,11 +429,14 @@ def _check_submitted_scaling(tree: SafeTree, folder: BenchmarkFolder, computed: 
     if not any(e.name == layout.SCALING_JSON and e.kind == "file" for e in folder.entries):
         return
     rel = f"{folder.rel}/{layout.SCALING_JSON}".lstrip("/")
+    submitted = read_raw(tree, rel, JSON_CAP)
     try:
-        value = json.loads(tree.read_bytes(rel, JSON_CAP).decode("utf-8"))["scaling_factor"]
-    except (UnsafeEntry, Missing, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        findings.add(MLPERF_005, rel, f"{rel} is not a JSON object with a scaling_factor: "
-                     f"{getattr(exc, 'message', exc)}", expected='{"scaling_factor": <number>}')
+        if submitted.data is None:
+            raise ValueError(submitted.why)
+        value = json.loads(submitted.data.decode("utf-8"))["scaling_factor"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        findings.add(MLPERF_005, rel, f"{rel} is not a JSON object with a scaling_factor: {exc}",
+                     expected='{"scaling_factor": <number>}')
         return
     # abs() > 1e300 before isfinite(): an integer beyond float's range would overflow it (issue 18)
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300

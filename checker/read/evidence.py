@@ -113,6 +113,7 @@ class RawFile:
     data: bytes | None
     missing: bool
     problems: Recorded
+    why: str = ""        # what stopped the reading (a missing file's or a refused one's message); "" when read
 
 
 TelemetryFile = RawFile
@@ -293,15 +294,27 @@ def _weights(tree: SafeTree, rel: str) -> WeightsFile:
     return WeightsFile(rel, None, None, problems)
 
 
-def read_raw(tree: SafeTree, rel: str, cap: int) -> RawFile:
+def read_raw(tree: SafeTree, rel: str, cap: int, missing_rule: str | None = None) -> RawFile:
+    """``rel`` read whole within ``cap``; a missing file is a problem only under ``missing_rule``."""
     problems = Recorded()
     try:
         return RawFile(rel, tree.read_bytes(rel, cap), False, problems)
-    except Missing:
-        return RawFile(rel, None, True, problems)
+    except Missing as exc:
+        if missing_rule is not None:
+            problems.add(missing_rule, rel, str(exc), seen="")
+        return RawFile(rel, None, True, problems, str(exc))
     except UnsafeEntry as exc:
         problems.add(exc.rule, rel, exc.message, seen=exc.seen)
-        return RawFile(rel, None, False, problems)
+        return RawFile(rel, None, False, problems, exc.message)
+
+
+def file_names(tree: SafeTree, rel: str) -> list[str] | None:
+    """The regular files in folder ``rel`` (links and special files left out), None when it is missing or
+    refused."""
+    try:
+        return [e.name for e in tree.list_dir(rel) if e.kind == "file"]
+    except (Missing, UnsafeEntry):
+        return None
 
 
 def read_telemetry(tree: SafeTree, rel: str) -> TelemetryFile:
