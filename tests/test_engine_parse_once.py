@@ -76,3 +76,35 @@ def test_a_rule_file_whose_code_names_loglines_gets_every_line():
     assert {"run_start", "run_stop", "submission_division"} <= keys and "weights_initialization" not in keys
     assert engine._config_keys(common + "\n- BEGIN:\n    CODE: \" s['n'] = len(loglines) \"\n") is None
     assert engine._config_keys(None) is None and engine._config_keys("- KEY:\n    REQ: EXACTLY_ONE\n") is None
+
+
+@pytest.mark.skipif(not RESNET.is_file(), reason="needs ../shared/fixtures/mlperf-training-v4.0")
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_inside_the_engine_stops_the_check(signame, monkeypatch):
+    """The engine's bare ``except:`` turned a Ctrl-C (or the command line's SIGTERM, raised as one) inside a rule's
+    code into a compliance failure and went on; it is held while the engine runs and raised when it returns."""
+    import os
+    import signal
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(getattr(signal, signame), interrupt)
+    real, sent = engine._eval_once, []
+
+    def once(source, *namespaces):
+        if not sent:
+            sent.append(os.kill(os.getpid(), getattr(signal, signame)))
+        return real(source, *namespaces)
+
+    monkeypatch.setattr(engine, "_eval_once", once)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.run_engine(read_records(RESNET.read_bytes(), strict=False), "training_4.0.0/common.yaml", "4.0.0",
+                              werror=False)
+    finally:
+        signal.signal(getattr(signal, signame), previous)
+    assert sent and signal.getsignal(getattr(signal, signame)) is previous
+    monkeypatch.undo()
+    assert engine.run_engine(read_records(RESNET.read_bytes(), strict=False), "training_4.0.0/common.yaml", "4.0.0",
+                             werror=False).valid  # and nothing is held after it

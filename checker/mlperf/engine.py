@@ -21,6 +21,8 @@ import contextlib
 import copy
 import importlib
 import re
+import signal
+import threading
 from dataclasses import dataclass
 
 import yaml
@@ -151,6 +153,30 @@ def _parser(ruleset: str):
         f"mlperf_logging.compliance_checker.mlp_parser.ruleset_{ruleset.replace('.', '')}")
 
 
+@contextlib.contextmanager
+def _interrupts_held():
+    """Ctrl-C, and the signals the command line turns into one (SIGTERM, SIGHUP), held while the engine runs and
+    raised as soon as it returns. The engine catches everything with bare ``except:``: an interrupt that landed
+    inside a rule's code became a "Failed executing CHECK code" message, a compliance failure, and the check went on
+    to exit 1 instead of stopping with 130. A signal whose handler is not Python's (default, ignored) is left as it
+    is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    names = ("SIGINT", "SIGTERM", "SIGHUP")
+    numbers = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum))
+                for s in numbers if callable(signal.getsignal(s))}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if held:
+            previous[held[0]](held[0], None)  # the handler it would have met: raises KeyboardInterrupt or SystemExit
+
+
 @collector_paused()  # the LogLines: as many small containers as the records
 def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER_RULESET,
                werror: bool = True) -> EngineResult:
@@ -170,7 +196,7 @@ def run_engine(events: list[Event], config: str, ruleset: str = TRAINMARK_PARSER
     del ALLOWLIST.refused[:]
     crashed = None
     try:
-        with _rule_files_parsed_once(), _code_compiled_once(), guarded(ALLOWLIST):
+        with _interrupts_held(), _rule_files_parsed_once(), _code_compiled_once(), guarded(ALLOWLIST):
             checker.check_loglines(loglines, config)
     except Exception as exc:  # noqa: BLE001 - unguarded evals and asserts inside the engine
         crashed = f"{type(exc).__name__}: {exc}"
