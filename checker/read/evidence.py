@@ -196,17 +196,14 @@ def classify(folder: BenchmarkFolder) -> Listing:
     return listing
 
 
-def _read(tree: SafeTree, rel: str, cap: int, problems: Recorded, missing_rule: str | None = LAYOUT_003,
-          expected: str | None = None) -> bytes | None:
-    try:
-        return tree.read_bytes(rel, cap)
-    except Missing:
-        if missing_rule is not None:
-            problems.add(missing_rule, rel, f"{rel} is missing", seen="missing",
-                         **({"expected": expected} if expected else {}))
-    except UnsafeEntry as exc:
-        problems.add(exc.rule, rel, exc.message, seen=exc.seen)
-    return None
+def _read(tree: SafeTree, rel: str, cap: int, problems: Recorded, expected: str | None = None) -> bytes | None:
+    """``rel``'s bytes, or None with why in ``problems`` (a missing file is LAYOUT-003)."""
+    file = read_raw(tree, rel, cap)
+    if file.missing:
+        problems.add(LAYOUT_003, rel, f"{rel} is missing", seen="missing",
+                     **({"expected": expected} if expected else {}))
+    file.problems.replay(problems)
+    return file.data
 
 
 def _result_file(tree: SafeTree, k: int, rel: str) -> ResultFile:
