@@ -298,3 +298,20 @@ def test_a_trial_folder_without_a_result_file_still_claims_its_format(run_copy):
     (out / BENCH / "trial_9").mkdir()
     (out / BENCH / "trial_9" / "trial.json").write_text(json.dumps({"format_version": 2}))
     assert ("CODE-001", RECORD) in findings(check(out, TEST_RULES))
+
+
+def test_trial_folders_without_a_result_file_are_read_within_a_bound(tmp_path):
+    """A folder of thousands of result-less trial_<k>/ would make the checker read each trial.json (1 MiB cap):
+    only the first MAX_ORPHAN_TRIALS are, beside every trial with a result file."""
+    from trainmark.checker.read import evidence
+    from trainmark.checker.read.levels import BenchmarkFolder
+    from trainmark.checker.read.safefs import SafeTree
+
+    (tmp_path / "result_1.txt").write_text("")
+    for k in range(1, evidence.MAX_ORPHAN_TRIALS + 12):
+        (tmp_path / f"trial_{k}").mkdir()
+        (tmp_path / f"trial_{k}" / "trial.json").write_text(json.dumps({"format_version": 2}))
+    tree = SafeTree(tmp_path)
+    ev = evidence.read_benchmark(BenchmarkFolder("", "tiny-test", None, None, None, tree.list_dir("")), tree)
+    assert sorted(ev.trial_jsons) == list(range(1, evidence.MAX_ORPHAN_TRIALS + 2))  # trial 1, then 20 orphans
+    assert all(j.value == {"format_version": 2} for j in ev.trial_jsons.values())

@@ -29,6 +29,8 @@ from trainmark.format.mllog_read import Event, read_records
 from trainmark.format.telemetry import FILE_NAME as TELEMETRY_FILE
 
 ATTEMPT_NAME = re.compile(r"trial_(\d+)-")  # interrupted/trial_<k>-<when>/
+MAX_ORPHAN_TRIALS = 20  # trial folders without a result file whose trial.json is read (for their claims): a folder
+#                         of 10,000 such folders would otherwise make the checker read 10,000 x JSON_CAP
 CONTENT = "<content>"  # stands for the owning check's rule of bad content until it replays the problems
 
 
@@ -168,7 +170,9 @@ def read_benchmark(folder: BenchmarkFolder, tree: SafeTree) -> BenchmarkEvidence
         rel = join(folder.rel, layout.EPOCHS_LOG)
         problems = Recorded()
         epochs_log = TextFile(rel, _read(tree, rel, LOG_CAP, problems), problems)
-    trial_jsons = {k: read_trial_json(tree, join(folder.rel, name)) for k, name in sorted(listing.trial_dirs.items())}
+    orphans = sorted(k for k in listing.trial_dirs if k not in listing.results)[:MAX_ORPHAN_TRIALS]
+    trial_jsons = {k: read_trial_json(tree, join(folder.rel, name)) for k, name in sorted(listing.trial_dirs.items())
+                   if k in listing.results or k in orphans}
     trials = {k: read_trial_folder(tree, k, join(folder.rel, listing.trial_dirs[k]), trial_jsons[k])
               for k in sorted(listing.results) if k in listing.trial_dirs}
     return BenchmarkEvidence(folder, listing, results, epochs_log, _interrupted(tree, folder.rel), trials,
