@@ -21,7 +21,7 @@ from trainmark.format import layout
 
 RULES_ROOT = Path(__file__).resolve().parent
 SCHEMA_PATH = RULES_ROOT / "schema" / "rules.schema.json"
-LATEST_VERSION = "1.1"
+LATEST_VERSION = "1.2"
 
 
 class RulesError(UserError):

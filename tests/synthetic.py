@@ -33,6 +33,23 @@ class TrialPlan:
     framework: str | None = None  # logged as trainmark_framework when set (None: PyTorch, unlogged)
 
 
+def two_point_rules(folder: Path) -> Path:
+    """A rules folder whose latest version is rules 1.1's resnet-mini: convergence points at global batches 128
+    and 256 (every seed in epoch 5), for the tests of judging between and outside calibrated batch sizes (rules
+    1.2's resnet-mini is calibrated at 128 alone). Returns the folder, for ``rules_root`` / ``--rules-dir``."""
+    import yaml
+
+    from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT
+
+    data = yaml.safe_load((RULES_ROOT / "1.1" / "resnet-mini.yaml").read_text(encoding="utf-8"))
+    data["rules_version"] = LATEST_VERSION
+    (folder / LATEST_VERSION).mkdir(parents=True, exist_ok=True)
+    (folder / LATEST_VERSION / "resnet-mini.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    for name in ("reference-work.json", "reference-structures.json"):  # FLOPs per sample: the batch does not change it
+        (folder / LATEST_VERSION / name).write_bytes((RULES_ROOT / LATEST_VERSION / name).read_bytes())
+    return folder
+
+
 def tiny_reference_model():
     """A small torchvision model standing in for a registry reference in tests."""
     import torch
@@ -60,9 +77,10 @@ def default_plans(rules, count: int | None = None) -> list[TrialPlan]:
     sign = 1 if rules.higher_is_better else -1
     bands = (rules.data.get("curve_band") or {}).get("bands") or [{"epochs": []}]
     middle = {e: round((low + high) / 2, 6) for e, low, high in bands[0]["epochs"]}
+    points = rules.convergence.get("points") or [{"epochs_to_target": [5]}]
+    epochs = max(e for e in points[0]["epochs_to_target"] if e)  # as the reference's seeds (CONVERGE-001)
     plans = []
     for k in range(1, count + 1):
-        epochs = 5  # as resnet-mini's reference runs: every seed in epoch 5 (CONVERGE-001)
         metrics = [middle[e] if e in middle and not rules.reached(middle[e], target)
                    else round(target - sign * 0.05 * (epochs - e), 6) for e in range(1, epochs)]
         metrics[0] = round(metrics[0] - sign * 0.0001 * k, 6)  # each seed its own curve (WORK-004)

@@ -12,6 +12,7 @@ from trainmark.checker.check import CheckOptions, check_path
 from trainmark.rules import get_rules
 
 RULES = get_rules("resnet-mini")
+EPOCHS = len(synthetic.default_plans(RULES)[0].metrics)  # each synthetic trial's epochs, the reference's (1.2: 3)
 SUB = "closed/acme"
 BENCH = f"{SUB}/results/sys1/resnet-mini"
 TINY = CheckOptions(reference_builder=lambda rules: synthetic.tiny_reference_model())
@@ -48,11 +49,14 @@ def test_clean_folder_passes_with_exact_scores(root):
     assert where(report) == []
     assert report.exit_code == 0
     (bench,) = report.benchmarks
-    # train time of trial k = 5 epochs * (30 + 1.5 k) s + 0.005 s: 157.505, 165.005, 172.505, 180.005, 187.505
-    assert bench.score["mean_train_time_s"] == pytest.approx(172.505)
-    assert bench.score["score_train_time_s"] == pytest.approx((165.005 + 172.505 + 180.005) / 3)
-    assert bench.score["mean_train_energy_j"] == pytest.approx(1500 * 5)
-    assert [t["train_time_s"] for t in bench.trials] == pytest.approx([157.505, 165.005, 172.505, 180.005, 187.505])
+    # train time of trial k = E epochs * (30 + 1.5 k) s + 0.005 s, E the reference's epochs (rules 1.2: 3):
+    # 94.505, 99.005, 103.505, 108.005, 112.505
+    epochs = len(synthetic.default_plans(RULES)[0].metrics)
+    times = [epochs * (30 + 1.5 * k) + 0.005 for k in range(1, 6)]
+    assert bench.score["mean_train_time_s"] == pytest.approx(sum(times) / 5)
+    assert bench.score["score_train_time_s"] == pytest.approx(sum(times[1:4]) / 3)
+    assert bench.score["mean_train_energy_j"] == pytest.approx(1500 * epochs)
+    assert [t["train_time_s"] for t in bench.trials] == pytest.approx(times)
 
 
 # -- epochs.log ---------------------------------------------------------------------------
@@ -71,7 +75,7 @@ def test_epochlog_001_invalid_utf8(root):
 
 def test_epochlog_002_duplicate_trial(root):
     edit_epochs_log(root, lambda lines: lines.append(lines[0]))
-    assert_finding(check_path(root, TINY), "EPOCHLOG-002", f"{BENCH}/epochs.log", 26)
+    assert_finding(check_path(root, TINY), "EPOCHLOG-002", f"{BENCH}/epochs.log", 5 * EPOCHS + 1)
 
 
 def test_epochlog_002_trial_zero(root):
@@ -105,7 +109,7 @@ def test_epochlog_005_metric_outside_range(root, metric):
 def test_epochlog_006_truncated(root):
     path = root / BENCH / "epochs.log"
     path.write_bytes(path.read_bytes()[:-1])
-    assert_finding(check_path(root, TINY), "EPOCHLOG-006", f"{BENCH}/epochs.log", 25)
+    assert_finding(check_path(root, TINY), "EPOCHLOG-006", f"{BENCH}/epochs.log", 5 * EPOCHS)
     path.write_bytes(b"")
     assert_finding(check_path(root, TINY), "EPOCHLOG-006", f"{BENCH}/epochs.log", None)
 
@@ -169,7 +173,7 @@ def test_mllog_007_summary_edited(root):
     line = synthetic.edit_mllog(result_file(root, 5), "trainmark_trial_result", faster)
     report = check_path(root, TINY)
     assert_finding(report, "MLLOG-007", f"{BENCH}/result_5.txt", line)
-    assert report.benchmarks[0].trials[4]["train_time_s"] == pytest.approx(187.505)  # never the summary's
+    assert report.benchmarks[0].trials[4]["train_time_s"] == pytest.approx(EPOCHS * 37.5 + 0.005)  # not the summary's
 
 
 def test_mllog_008_energy_summary_is_a_warning_and_energy_004_an_error(root):
@@ -209,13 +213,13 @@ def test_checker_001_a_checker_bug_is_a_finding_for_that_folder_only(root, monke
 
 # -- agreement of the logs ----------------------------------------------------------------
 def test_agree_001_trial_missing_from_text_log(root):
-    edit_epochs_log(root, lambda lines: lines.__delitem__(slice(20, 25)))  # trial 5
+    edit_epochs_log(root, lambda lines: lines.__delitem__(slice(4 * EPOCHS, 5 * EPOCHS)))  # trial 5
     assert_finding(check_path(root, TINY), "AGREE-001", f"{BENCH}/result_5.txt", 1)
 
 
 def test_agree_002_epoch_missing_from_text_log(root):
-    edit_epochs_log(root, lambda lines: lines.__delitem__(4))  # trial 1's last epoch
-    assert_finding(check_path(root, TINY), "AGREE-002", f"{BENCH}/epochs.log", 4)
+    edit_epochs_log(root, lambda lines: lines.__delitem__(EPOCHS - 1))  # trial 1's last epoch
+    assert_finding(check_path(root, TINY), "AGREE-002", f"{BENCH}/epochs.log", EPOCHS - 1)
 
 
 def test_agree_003_tampered_metric(root):
@@ -254,8 +258,8 @@ def test_target_002_one_miss_is_scored_as_slowest(tmp_path):
     finding = assert_finding(report, "TARGET-002", f"{BENCH}/result_1.txt")
     assert finding.severity == "warning" and report.exit_code == 0
     score = report.benchmarks[0].score
-    # trial 1 missed: dropped as the slowest; drop the fastest (165.005): mean of the other three
-    assert score["score_train_time_s"] == pytest.approx((172.505 + 180.005 + 187.505) / 3)
+    # trial 1 missed: dropped as the slowest; drop the fastest (trial 2): mean of the other three
+    assert score["score_train_time_s"] == pytest.approx(sum(EPOCHS * (30 + 1.5 * k) + 0.005 for k in (3, 4, 5)) / 3)
     assert score["trials_in_mean"] == 4
 
 
@@ -391,11 +395,11 @@ def test_system_002_breaks_schema(root):
 def test_converge_001_closed_submission_too_fast(tmp_path):
     plans = synthetic.default_plans(RULES)
     for plan in plans:
-        plan.metrics = plan.metrics[-3:]  # every trial reaches the target after 3 epochs
+        plan.metrics = plan.metrics[1:]  # every trial reaches the target an epoch before the reference's seeds
     synthetic.write_submission(tmp_path, RULES, synthetic.tiny_reference_model(), plans=plans)
     report = check_path(tmp_path, TINY)
     finding = assert_finding(report, "CONVERGE-001", BENCH, None)
-    assert finding.severity == "error" and report.exit_code == 1 and finding.seen == "3.00"
+    assert finding.severity == "error" and report.exit_code == 1 and finding.seen == f"{len(plans[0].metrics)}.00"
 
 
 def test_converge_001_counts_epochs_not_evaluations(tmp_path):
@@ -423,16 +427,18 @@ def test_convergence_points_are_kept_per_implementation(tmp_path):
     import yaml
 
     def rules_with_twin_points(folder, epochs):
-        (folder / "1.1").mkdir(parents=True)
+        (folder / RULES.version).mkdir(parents=True)
         data = yaml.safe_load(RULES.path.read_text())
         data["convergence"]["points"] = [p for p in data["convergence"]["points"] if "implementation" not in p]
         if epochs:
-            data["convergence"]["points"].append({"implementation": "resnet-mini@tensorflow", "global_batch_size": 256,
-                                                  "epochs_to_target": [epochs] * 10})
-        (folder / "1.1" / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
+            batch = RULES.defaults()["global_batch_size"]
+            data["convergence"]["points"].append({"implementation": "resnet-mini@tensorflow",
+                                                  "global_batch_size": batch, "epochs_to_target": [epochs] * 10})
+        (folder / RULES.version / "resnet-mini.yaml").write_text(yaml.safe_dump(data))
         return CheckOptions(rules_root=folder, reference_builder=TINY.reference_builder)
 
-    plans = synthetic.default_plans(RULES)  # every trial in epoch 5
+    plans = synthetic.default_plans(RULES)  # every trial in the reference's epoch (rules 1.2: 3)
+    epochs = len(plans[0].metrics)
     for plan in plans:
         plan.framework = "tensorflow"
     synthetic.write_submission(tmp_path / "sub", RULES, synthetic.tiny_reference_model(), plans=plans)
@@ -442,12 +448,12 @@ def test_convergence_points_are_kept_per_implementation(tmp_path):
     assert not [f for f in report.findings if f.rule == "CONVERGE-001"]
     slow_twin = rules_with_twin_points(tmp_path / "seven", 7)  # the twin's calibration: 7 epochs
     report = check_path(tmp_path / "sub", slow_twin)
-    assert assert_finding(report, "CONVERGE-001", BENCH, None).seen == "5.00" and report.exit_code == 1
-    for plan in plans:  # the same 5-epoch trials under PyTorch meet the PyTorch reference's points
+    assert assert_finding(report, "CONVERGE-001", BENCH, None).seen == f"{epochs}.00" and report.exit_code == 1
+    for plan in plans:  # the same trials under PyTorch meet the PyTorch reference's points
         plan.framework = None
     synthetic.write_submission(tmp_path / "pt", RULES, synthetic.tiny_reference_model(), plans=plans)
     assert not [f for f in check_path(tmp_path / "pt", slow_twin).findings if f.rule.startswith("CONVERGE")]
-    # the shipped rules hold the twin's own points (10 seeds, all in epoch 5)
+    # the shipped rules hold the twin's own points (10 seeds, all in the same epoch as the reference's)
     assert not [f for f in check_path(tmp_path / "sub", TINY).findings if f.rule.startswith("CONVERGE")]
 
 
@@ -494,7 +500,7 @@ def test_converge_002_rules_without_any_points_warn_that_nothing_was_verified(ro
     """A full-size benchmark whose rules carry no points yet: the rules lack the evidence, not the submitter."""
     import yaml
 
-    folder = tmp_path / "rules" / "1.1"
+    folder = tmp_path / "rules" / RULES.version
     folder.mkdir(parents=True)
     data = yaml.safe_load(RULES.path.read_text())
     data["convergence"]["points"] = []

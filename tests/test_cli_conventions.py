@@ -126,7 +126,7 @@ def test_shared_flags_have_one_help_text():
     assert {flag: sorted({r[2] for r in table[flag]}) for flag in SAME_HELP
             if len({r[2] for r in table[flag]}) > 1} == {}
     assert {r[1] for r in table["--json"]} == {("_StoreAction", "?", None, "-")}  # --json [FILE] everywhere
-    assert "(default: the latest shipped rules, 1.1)" in table["--rules-version"][0][2]
+    assert "(default: the latest shipped rules, 1.2)" in table["--rules-version"][0][2]
     assert {cmd for cmd, _, _ in table["--rules-version"]} >= {"run", "sweep", "scale", "list", "rules show"}
 
 
@@ -298,6 +298,6 @@ def test_run_warns_at_the_start_when_trials_are_below_the_rules(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 0
     (line,) = [x for x in err.splitlines() if "--trials" in x]
-    assert line == ("trainmark run: warning: --trials 1 is below the 3 trials of tiny-test's rules 1.1: "
+    assert line == ("trainmark run: warning: --trials 1 is below the 3 trials of tiny-test's rules 1.2: "
                     "'trainmark check' will count the result as incomplete")
     assert err.splitlines()[0] == line  # before anything else

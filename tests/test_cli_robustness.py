@@ -218,7 +218,7 @@ def test_data_verify_calls_a_fifo_what_it_is(rules_copy, tmp_path, capsys):
     import hashlib
 
     import yaml
-    path = rules_copy / "1.1" / "tiny-test.yaml"
+    path = rules_copy / "1.2" / "tiny-test.yaml"
     rule = yaml.safe_load(path.read_text())
     rule["dataset"]["files"] = {"a.bin": hashlib.sha256(b"x").hexdigest()}
     path.write_text(yaml.safe_dump(rule))

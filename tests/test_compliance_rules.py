@@ -62,7 +62,7 @@ def test_mlperf_entry_point_accepts_a_clean_file_with_the_generated_rules(clean_
 
 
 def test_a_changed_target_changes_the_verdict_in_one_place(clean_tree, tmp_path):
-    path = tmp_path / "rules" / "1.1" / "resnet-mini.yaml"
+    path = tmp_path / "rules" / RULES.version / "resnet-mini.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(RULES.path.read_text().replace("target: 0.91", "target: 0.95"))
     options = CheckOptions(rules_root=tmp_path / "rules", reference_builder=lambda r: synthetic.tiny_reference_model())

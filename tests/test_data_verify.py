@@ -15,7 +15,7 @@ def pinned(rules_copy, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "a.bin").write_bytes(b"reference bytes")
-    path = rules_copy / "1.1" / "tiny-test.yaml"
+    path = rules_copy / "1.2" / "tiny-test.yaml"
     rule = yaml.safe_load(path.read_text())
     rule["dataset"]["files"] = {"a.bin": hashlib.sha256(b"reference bytes").hexdigest()}
     rule["dataset"]["default_dir"] = str(data)
@@ -38,7 +38,7 @@ def test_closed_run_refuses_mismatching_data_open_run_accepts(pinned, tmp_path):
     rules_dir, data = pinned
     (data / "a.bin").write_bytes(b"tampered")
     opts = dict(benchmark="tiny-test", out=tmp_path / "out", rules_dir=rules_dir, quiet=True, trials=1)
-    with pytest.raises(UserError, match="does not match rules 1.1"):
+    with pytest.raises(UserError, match="does not match rules 1.2"):
         run_benchmark(RunOptions(**opts))
     assert run_benchmark(RunOptions(**opts, division="open")).results[0].status == "converged"
 

@@ -1,6 +1,6 @@
 """The real thing, small: resnet-mini on Fashion-MNIST through `trainmark run`, then `trainmark check`.
 
-Test-only rules (tests/rules/1.1/resnet-mini.yaml) lower the target to 0.85 and cap epochs at 3,
+Test-only rules (tests/rules/1.2/resnet-mini.yaml) lower the target to 0.85 and cap epochs at 3,
 so two trials take about a minute on 2 CPU cores; the shipped target is reached in the full run
 committed under submissions/.
 """

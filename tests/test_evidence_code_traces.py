@@ -1,7 +1,7 @@
 """Issue 30: code verification cannot be declined, nothing is silently lost, bad run options are one line.
 
 Forgeries of the committed resnet-mini example (tests/forge.py) that passed before, each caught by its
-own finding; tiny runs under the test rules (rules 1.1) for what only a fresh run shows.
+own finding; tiny runs under the test rules (rules 1.2) for what only a fresh run shows.
 """
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def test_times_forged_consistently_faster_are_caught_by_the_telemetry_clock(ex, 
 
 
 @pytest.mark.parametrize("batch, expected", [(192, "CONVERGE-004"), (96, "CONVERGE-003"), (512, "CONVERGE-003")])
-def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(submission_copy, batch, expected):
+def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(tmp_path, batch, expected):
     """The shipped rules 1.1 hold resnet-mini points at 128 and 256 (docs/calibration.md): 192 is judged against
     the interpolated reference, 96 and 512 cannot be judged."""
     import json
@@ -184,15 +184,20 @@ def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(submissi
     from trainmark.checker.check import CheckOptions, check_path
     from trainmark.rules import get_rules, reference_work
 
+    root = synthetic.two_point_rules(tmp_path / "rules")
+    rules = get_rules("resnet-mini", rules_root=root)
+    submission_copy = tmp_path / "sub"
+    synthetic.write_submission(submission_copy, rules, synthetic.tiny_reference_model())
     bench = next(submission_copy.rglob("resnet-mini"))
-    flops = reference_work.flops_per_step(get_rules("resnet-mini"), batch)  # a real run at this batch logs it
+    flops = reference_work.flops_per_step(rules, batch)  # a real run at this batch logs it
     for k in range(1, 6):
         synthetic.edit_mllog(bench / f"result_{k}.txt", "global_batch_size", synthetic.set_value(batch))
         synthetic.edit_mllog(bench / f"result_{k}.txt", "trainmark_flops_per_step", synthetic.set_value(flops))
         trial_json = bench / f"trial_{k}" / "trial.json"
         data = json.loads(trial_json.read_text())
         trial_json.write_text(json.dumps({**data, "hparams": {**data["hparams"], "global_batch_size": batch}}))
-    report = check_path(submission_copy, CheckOptions(reference_builder=lambda r: synthetic.tiny_reference_model()))
+    report = check_path(submission_copy, CheckOptions(rules_root=root,
+                                                      reference_builder=lambda r: synthetic.tiny_reference_model()))
     rules = {f.rule: f for f in report.findings if f.rule.startswith("CONVERGE")}
     assert set(rules) == {expected}
     if expected == "CONVERGE-004":

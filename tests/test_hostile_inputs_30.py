@@ -278,7 +278,7 @@ def pinned_data(rules_copy, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "a.bin").write_bytes(b"reference bytes")
-    path = rules_copy / "1.1" / "tiny-test.yaml"
+    path = rules_copy / "1.2" / "tiny-test.yaml"
     rule = yaml.safe_load(path.read_text())
     rule["dataset"]["files"] = {"a.bin": hashlib.sha256(b"reference bytes").hexdigest()}
     rule["dataset"]["archives"] = {"sized.tgz": {"bytes": 1000, "sha256": "0" * 64}, "plain.tar": {"md5": "0" * 32}}

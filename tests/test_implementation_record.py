@@ -90,7 +90,7 @@ def test_a_frozen_table_is_never_rewritten(tmp_path, capsys):
     assert path.read_bytes() == before
     run = dict(benchmark="resnet-mini", rules_version="1.0", quiet=True, submitter="acme", system_name="box",
                trials=1, data_dir=tmp_path, out=tmp_path / "out")
-    with pytest.raises(UserError, match=r"rules 1\.0: its reference code is frozen as released .*--rules-version 1\.1"):
+    with pytest.raises(UserError, match=r"rules 1\.0: its reference code is frozen as released .*--rules-version 1\.2"):
         run_benchmark(RunOptions(**run))
     assert not (tmp_path / "out").exists()
     assert main(["run", "resnet-mini", "--rules-version", "1.0", "--out", str(tmp_path / "out"), "--quiet",

@@ -19,18 +19,22 @@ def rules_of(report):
 
 
 def too_fast(tmp_path):
-    plans = synthetic.default_plans(RULES)
+    """Trials that reach the target after 3 epochs, under rules calibrated at batches 128 and 256 (every seed in
+    epoch 5): the folder's benchmark and the options that check it against those rules."""
+    root = synthetic.two_point_rules(tmp_path / "rules")
+    rules = get_rules("resnet-mini", rules_root=root)
+    plans = synthetic.default_plans(rules)
     for plan in plans:
         plan.metrics = plan.metrics[-3:]  # every trial reaches the target after 3 epochs
-    synthetic.write_submission(tmp_path, RULES, synthetic.tiny_reference_model(), plans=plans)
-    return tmp_path / BENCH
+    synthetic.write_submission(tmp_path / "sub", rules, synthetic.tiny_reference_model(), plans=plans)
+    return tmp_path / "sub" / BENCH, CheckOptions(rules_root=root, reference_builder=TINY.reference_builder)
 
 
 def test_one_changed_batch_size_no_longer_hides_too_fast_trials(tmp_path):
     """The reported bypass: batch 255 in one trial made the convergence check return silently."""
-    bench = too_fast(tmp_path)
+    bench, options = too_fast(tmp_path)
     synthetic.edit_mllog(bench / "result_3.txt", "global_batch_size", lambda r: {**r, "value": 255})
-    report = check_path(tmp_path, TINY)
+    report = check_path(tmp_path / "sub", options)
     converge = [f for f in report.findings if f.rule == "CONVERGE-001"]
     assert any("trials 1, 2, 4, 5" in f.message for f in converge)
     assert any("trials 3:" in f.message and "at batch 255" in f.message for f in converge)  # 128..256: judged too
@@ -41,10 +45,10 @@ def test_one_changed_batch_size_no_longer_hides_too_fast_trials(tmp_path):
 
 def test_each_batch_size_is_judged_against_its_own_reference(tmp_path):
     """Two groups, both measured by the rules: each gets its own verdict."""
-    bench = too_fast(tmp_path)
+    bench, options = too_fast(tmp_path)
     for k in (4, 5):
         synthetic.edit_mllog(bench / f"result_{k}.txt", "global_batch_size", lambda r: {**r, "value": 1024})
-    report = check_path(tmp_path, TINY)
+    report = check_path(tmp_path / "sub", options)
     assert any(f.rule == "CONVERGE-001" and "trials 1, 2, 3" in f.message for f in report.findings)
     assert any(f.rule == "CONVERGE-003" and "trials 4, 5" in f.message for f in report.findings)
 
@@ -129,9 +133,10 @@ def test_trial_json_missing_a_field_breaks_the_schema(submission_copy):
 # -- a noisy score is explained by the data (SPREAD-001) ---------------------------------------
 def _spread_submission(tmp_path, epoch_s, other_load):
     """Rules that bound the train-time CV at 0.10, and trials with the given epoch times and other load."""
-    (tmp_path / "rules" / "1.1").mkdir(parents=True)
-    (tmp_path / "rules" / "1.1" / "resnet-mini.yaml").write_text(
-        "benchmark: resnet-mini\nrules_version: '1.1'\ninclude: resnet-mini\nscoring:\n  max_train_time_cv: 0.10\n")
+    (tmp_path / "rules" / RULES.version).mkdir(parents=True)
+    (tmp_path / "rules" / RULES.version / "resnet-mini.yaml").write_text(
+        f"benchmark: resnet-mini\nrules_version: '{RULES.version}'\ninclude: resnet-mini\n"
+        "scoring:\n  max_train_time_cv: 0.10\n")
     plans = synthetic.default_plans(RULES)
     for plan, s in zip(plans, epoch_s):
         plan.epoch_s = s

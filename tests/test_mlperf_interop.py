@@ -61,7 +61,7 @@ def test_mllog_logs_gradient_accumulation_steps(tiny_run):
 @pytest.mark.parametrize("division", ["closed", "open"])
 def test_compliance_command_prints_the_config_the_checker_uses(division, capsys):
     assert main(["rules", "compliance", "tiny-test", "--division", division, "--rules-dir", str(TEST_RULES)]) == 0
-    assert capsys.readouterr().out == compliance.compliance_yaml(get_rules("tiny-test", "1.1", TEST_RULES), division)
+    assert capsys.readouterr().out == compliance.compliance_yaml(get_rules("tiny-test", "1.2", TEST_RULES), division)
 
 
 def test_compliance_command_refuses_a_bad_division(capsys):
@@ -74,7 +74,7 @@ def test_mlperf_compliance_checker_with_our_config_passes_our_logs(tiny_run, tmp
     assert main(["rules", "compliance", "tiny-test", "--division", "closed", "--rules-dir", str(TEST_RULES),
                  "-o", str(config)]) == 0
     files = sorted((tiny_run / "closed/acme/results/box/tiny-test").glob("result_*.txt"))
-    assert len(files) == get_rules("tiny-test", "1.1", TEST_RULES).trials >= 2
+    assert len(files) == get_rules("tiny-test", "1.2", TEST_RULES).trials >= 2
     for f in files:
         mlp_compliance.enqueued_configs.clear()
         checker = mlp_compliance.make_checker("training", NEWEST, quiet=False, werror=False)

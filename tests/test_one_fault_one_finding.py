@@ -29,7 +29,7 @@ def test_a_missing_line_without_a_malformed_one_is_still_reported(submission_cop
     """The consequence is folded only where a malformed line explains it: a deleted line is still the gap."""
     path = submission_copy / BENCH / "epochs.log"
     lines = path.read_text(encoding="utf-8").split("\n")
-    del lines[2]
+    del lines[1]  # trial 1's epoch 2: a gap between epochs 1 and 3
     path.write_text("\n".join(lines), encoding="utf-8")
     rules = {rule for rule, _, _ in _errors(check_path(submission_copy, TINY))}
     assert {"EPOCHLOG-003", "AGREE-002"} <= rules

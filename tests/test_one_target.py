@@ -6,7 +6,7 @@ from trainmark.harness.run import RunOptions, run_benchmark
 
 
 def test_changing_the_target_moves_harness_and_checker_together(rules_copy, tmp_path):
-    path = rules_copy / "1.1" / "tiny-test.yaml"
+    path = rules_copy / "1.2" / "tiny-test.yaml"
     rule = yaml.safe_load(path.read_text())
     rule["metric"].update(direction="lower", target=0.01)  # an accuracy this low is never reached
     rule["max_epochs"] = 2

@@ -128,10 +128,10 @@ def test_cli_prints_the_table_and_writes_json_to_stdout(capsys):
 
 
 def test_cli_all_prints_the_characterization(tmp_path, capsys):
-    rules = tmp_path / "rules" / "1.1"
+    rules = tmp_path / "rules" / "1.2"
     rules.mkdir(parents=True)
-    shutil.copy(TEST_RULES / "1.1" / "tiny-test.yaml", rules)
-    code = main(["profile", "--all", "--rules-dir", str(tmp_path / "rules"), "--rules-version", "1.1", "-q"])
+    shutil.copy(TEST_RULES / "1.2" / "tiny-test.yaml", rules)
+    code = main(["profile", "--all", "--rules-dir", str(tmp_path / "rules"), "--rules-version", "1.2", "-q"])
     out = capsys.readouterr().out
     assert code == 0
     assert "workload characterization on cpu" in out and "FLOPs/sample" in out

@@ -50,7 +50,7 @@ def test_piped_output_has_no_control_characters_and_splits_table_from_messages(t
     assert done.returncode == 0, done.stderr
     assert not CONTROL.search(done.stdout) and not CONTROL.search(done.stderr)
     err = done.stderr
-    assert "trainmark run: tiny-test (rules 1.1, closed division): target top1_accuracy >= 0.9" in err
+    assert "trainmark run: tiny-test (rules 1.2, closed division): target top1_accuracy >= 0.9" in err
     assert "model tiny-test (the reference; 178 parameters" in err and "framework pytorch, device cpu (" in err
     assert "precision fp32, global batch size 32" in err
     assert "3 trials, seeds 5 to 7" in err and f"results into {_bench(tmp_path / 'o')}" in err
@@ -74,7 +74,10 @@ def test_ctrl_c_keeps_finished_trials_exits_130_and_prints_the_resume_command(tm
     out = tmp_path / "o"
     args = _args(out, "--trials", "3")
     proc = subprocess.Popen([sys.executable, "-P", "-c", SLOW_CLI, *args], stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env=_env())
+                            stdout=subprocess.PIPE, text=True, env=_env(),
+                            # a shell's background job starts with Ctrl-C ignored, and Python then installs no
+                            # handler: the child gets the default, as from a terminal
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     watchdog = threading.Timer(300, proc.kill)
     watchdog.start()
     try:

@@ -134,7 +134,7 @@ def test_real_data_gives_each_rank_its_own_share(tmp_path):
     from trainmark.reference import registry
     from trainmark.rules import get_rules
 
-    rules = get_rules("tiny-test", "1.1", TEST_RULES)
+    rules = get_rules("tiny-test", "1.2", TEST_RULES)
     ref = registry.for_rules(rules)
     args = argparse.Namespace(data="real", data_dir=tmp_path)
     shares = [worker._batches(ref, args, rules, 16, Dist(rank, 2, rank), torch.device("cpu"), torch)

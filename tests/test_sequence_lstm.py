@@ -1,7 +1,7 @@
 """lstm-mini / lstm: the KJV preparation, PTB-format loading, the model, perplexity, and one
 short real trial through `trainmark data prepare`, `trainmark run` and `trainmark check`.
 
-The trial uses test-only rules (tests/rules/1.1/lstm-mini.yaml: the first 4,000 training and
+The trial uses test-only rules (tests/rules/1.2/lstm-mini.yaml: the first 4,000 training and
 400 validation verses of the real prepared files, pinned by checksum, a lower perplexity target)
 in the closed division, so preparation, verification, training and checking all run.
 """

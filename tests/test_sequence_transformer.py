@@ -2,7 +2,7 @@
 and decoding, BLEU by sacrebleu (also summed over ranks), the WMT loader on a fixture, and one
 short real trial through `trainmark data prepare`, `trainmark run` and `trainmark check`.
 
-The trial uses test-only rules (tests/rules/1.1/transformer-mini.yaml: the first 1,500 training and
+The trial uses test-only rules (tests/rules/1.2/transformer-mini.yaml: the first 1,500 training and
 50 validation pairs of the real prepared files, pinned by checksum, a lower BLEU target).
 """
 import shutil
@@ -120,6 +120,18 @@ def test_decoder_is_causal_and_output_tied_to_the_embedding():
     assert vocab_sized == ["embed.weight"]          # one embedding for source, target and output
     h = model.transformer.decoder(model._embed(torch.tensor([[BOS]])), model.encode(src)[0])
     torch.testing.assert_close(model(src, torch.tensor([[BOS]])), h @ model.embed.weight.t())
+
+
+def test_next_logits_are_the_last_position_of_the_full_projection():
+    """Greedy decoding projects only the last position onto the vocabulary (rules 1.2): the same logits as
+    the full projection's last row, padded batch included."""
+    model = _tiny_model().eval()
+    src = torch.tensor([[5, 6, 7, EOS], [8, EOS, PAD, PAD]])
+    tgt_in = torch.tensor([[BOS, 9, 10], [BOS, 11, 12]])
+    memory, src_pad = model.encode(src)
+    last = model.next_logits(tgt_in, memory, src_pad)
+    assert last.shape == (2, 50)
+    torch.testing.assert_close(last, model.decode(tgt_in, memory, src_pad)[:, -1], atol=1e-6, rtol=1e-5)
 
 
 def test_greedy_stops_at_eos_and_matches_step_by_step_argmax():

@@ -284,9 +284,9 @@ def _subset_rules(dest):
     from test_implementation_record import _rules_with_hashes
 
     shutil.copytree(TEST_RULES, dest / "src")
-    vgg = yaml.safe_load((TEST_RULES / "1.1" / "vgg-mini.yaml").read_text())
-    (dest / "src" / "1.1" / "resnet-mini.yaml").write_text(yaml.safe_dump({
-        "benchmark": "resnet-mini", "rules_version": "1.1", "include": "resnet-mini",
+    vgg = yaml.safe_load((TEST_RULES / "1.2" / "vgg-mini.yaml").read_text())
+    (dest / "src" / "1.2" / "resnet-mini.yaml").write_text(yaml.safe_dump({
+        "benchmark": "resnet-mini", "rules_version": "1.2", "include": "resnet-mini",
         "dataset": vgg["dataset"], "evaluation": vgg["evaluation"], "max_epochs": 3, "trials": 1,
         "scoring": {"drop_fastest_and_slowest": 0},
         "metric": {"target": 0.75, "source": "test-only: the 12,000-image subset, 3 epochs"},
@@ -515,7 +515,7 @@ def transformer_mini_test_cut(tmp_path):
     data = prepare_test_cut(tmp_path)
     src = tmp_path / "src"
     shutil.copytree(TEST_RULES, src)
-    rule_file = src / "1.1" / "transformer-mini.yaml"
+    rule_file = src / "1.2" / "transformer-mini.yaml"
     rule = yaml.safe_load(rule_file.read_text())
     rule["dataset"]["files"][parallel_text.SPM_FILE] = sha256_file(data / parallel_text.SPM_FILE)
     rule_file.write_text(yaml.safe_dump(rule))

@@ -135,7 +135,7 @@ def _rules_pinning(tmp_path, tars: Path) -> Path:
 
     src = tmp_path / "src"
     shutil.copytree(TEST_RULES, src)
-    rule_file = src / "1.1" / "inception-v3.yaml"
+    rule_file = src / "1.2" / "inception-v3.yaml"
     rule = yaml.safe_load(rule_file.read_text())
     rule["dataset"]["archives"] = {p.name: {"md5": hashlib.md5(p.read_bytes()).hexdigest()}
                                    for p in sorted(tars.iterdir())}

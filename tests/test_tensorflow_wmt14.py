@@ -155,7 +155,7 @@ def test_prepare_for_tensorflow_trains_the_subword_model_from_the_archives(wmt, 
     bare.mkdir()
     for p in folder.glob("*.tgz"):
         shutil.copy(p, bare)
-    rules = get_rules("transformer", "1.1", _rules_pinning(tmp_path, archives))
+    rules = get_rules("transformer", "1.2", _rules_pinning(tmp_path, archives))
     (written,) = twin.prepare_data(SmallWMT(), rules, bare)
     assert written == bare / parallel_text.SPM_FILE
     corpus = wmt14.load(bare, archives, 256, "how")
@@ -173,9 +173,9 @@ def _rules_pinning(tmp_path: Path, archives: dict[str, dict]) -> Path:
     src = tmp_path / "rules-src"
     if not src.exists():
         shutil.copytree(TEST_RULES, src)
-        rule = yaml.safe_load((SHIPPED_RULES / "1.1" / "transformer.yaml").read_text())
+        rule = yaml.safe_load((SHIPPED_RULES / "1.2" / "transformer.yaml").read_text())
         rule["dataset"]["archives"] = archives
-        (src / "1.1" / "transformer.yaml").write_text(yaml.safe_dump(rule))
+        (src / "1.2" / "transformer.yaml").write_text(yaml.safe_dump(rule))
     return _rules_with_hashes(tmp_path / f"rules-{len(list(tmp_path.glob('rules-*')))}", src)
 
 

@@ -19,9 +19,9 @@ def rules_with_shipped(tmp_path: Path, name: str, edit: Callable[[dict], None]) 
 
     src = tmp_path / "rules-src"
     shutil.copytree(TEST_RULES, src)
-    rule = yaml.safe_load((SHIPPED_RULES / "1.1" / f"{name}.yaml").read_text())
+    rule = yaml.safe_load((SHIPPED_RULES / "1.2" / f"{name}.yaml").read_text())
     edit(rule)
-    (src / "1.1" / f"{name}.yaml").write_text(yaml.safe_dump(rule))
+    (src / "1.2" / f"{name}.yaml").write_text(yaml.safe_dump(rule))
     return _rules_with_hashes(tmp_path / "rules", src)
 
 

@@ -1,4 +1,4 @@
-"""``tiny-test``: a reference (tests/rules/1.1/tiny-test.yaml names it) that trains a linear classifier on a
+"""``tiny-test``: a reference (tests/rules/1.2/tiny-test.yaml names it) that trains a linear classifier on a
 separable synthetic set in milliseconds, so the harness's bookkeeping (windows, logs, statuses, resume, ranks)
 is tested without waiting for a CNN. Imported by conftest.py and by dist_launch.py (torchrun).
 """

@@ -104,8 +104,9 @@ class Transformer(keras.Model):
             x = self._sublayer(x, f"{p}.norm2", self._feed_forward(p, training), training)
         return (self.layer("transformer.encoder.norm")(x) if self.norm_first else x), keys
 
-    def decode(self, tgt_in, memory, src_keys, training=False):
-        """Logits [B, T, vocab] of the next token at every target position (the tied projection)."""
+    def decode(self, tgt_in, memory, src_keys, training=False, last_only=False):
+        """Logits [B, T, vocab] of the next token at every target position (the tied projection); with
+        ``last_only``, [B, vocab] of the last position, all greedy decoding needs."""
         length = tf.shape(tgt_in)[1]
         causal = tf.linalg.band_part(tf.ones((length, length), tf.bool), -1, 0)[None]
         self_mask = tf.logical_and(causal, (tgt_in != PAD)[:, None, :])
@@ -117,6 +118,8 @@ class Transformer(keras.Model):
             x = self._sublayer(x, f"{p}.norm3", self._feed_forward(p, training), training)
         if self.norm_first:
             x = self.layer("transformer.decoder.norm")(x)
+        if last_only:
+            x = x[:, -1]
         return tf.matmul(x, self.layer("embed").embeddings, transpose_b=True)
 
     def call(self, inputs, training=False):
@@ -181,7 +184,7 @@ class TransformerTwin:
         keras_weights.load(self.model, {k: v.numpy() for k, v in ref.build_model().state_dict().items()})
         self.optimizer, self.clip_norm = clipped_adam(ref, hp, steps_per_epoch)
         self._encode = tf.function(lambda src: self.model.encode(src), reduce_retracing=True)
-        self._last = tf.function(lambda out, memory, keys: self.model.decode(out, memory, keys)[:, -1:],
+        self._last = tf.function(lambda out, memory, keys: self.model.decode(out, memory, keys, last_only=True),
                                  reduce_retracing=True)
 
     @staticmethod
@@ -203,8 +206,8 @@ class TransformerTwin:
     def encode(self, src: torch.Tensor):
         return self._encode(tf.convert_to_tensor(src.numpy()))
 
-    def decode(self, tgt_in: torch.Tensor, memory, src_keys) -> torch.Tensor:
-        """The logits of the last position only, as [B, 1, vocab]: ``greedy`` reads nothing else."""
+    def next_logits(self, tgt_in: torch.Tensor, memory, src_keys) -> torch.Tensor:
+        """The logits of the last position only, as [B, vocab]: ``greedy`` reads nothing else."""
         with warnings.catch_warnings():  # Keras warns of a softmax over one key when it traces the first step
             warnings.simplefilter("ignore", UserWarning)
             return torch.from_numpy(self._last(tf.convert_to_tensor(tgt_in.numpy()), memory, src_keys).numpy())
