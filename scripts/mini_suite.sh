@@ -11,6 +11,8 @@
 #   TRAINMARK_FSDD=DIR                  ds2-mini's FSDD recordings (else ../shared/datasets/fsdd, else a clone)
 #   INSTALL=0                           skip scripts/install.sh (already installed)
 #   OUT=runs/mini-suite  SUBMITTER=NAME  RESUME=1 (continue an interrupted suite)  PYTHON (scripts/env.sh)
+#   SYSTEM_NAME=NAME                    the system folder (default: derived from the hardware)
+#   SEED=N                              base seed of every mini: trial k uses N + k - 1 (default: random, logged)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$TRAINMARK_ROOT"
@@ -35,6 +37,9 @@ require_python
 OUT=${OUT:-runs/mini-suite}   # the submission goes to $OUT/submission, the reports beside it
 SUBMITTER=${SUBMITTER:-$(hostname -s | tr -c 'A-Za-z0-9._\n-' '-')}
 DEVICE=${DEVICE:-auto}
+run_args=()   # the settings every mini's trainmark run shares
+[ -z "${SYSTEM_NAME:-}" ] || run_args+=(--system-name "$SYSTEM_NAME")
+[ -z "${SEED:-}" ] || run_args+=(--seed "$SEED")
 
 # The calibrated minis (their rules carry reference convergence points): "name trials dataset-folder" lines
 CALIBRATED=$(py -c "
@@ -99,7 +104,7 @@ for bench in $BENCHES; do
   fi
   rc=0; mini_start=$(date +%s)
   { tm run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" --device "$DEVICE" "${data_args[@]}" \
-      ${RESUME:+--resume} 2>&1 1>&3 | suite_lines; } 3>&1 || rc=$?
+      "${run_args[@]}" ${RESUME:+--resume} 2>&1 1>&3 | suite_lines; } 3>&1 || rc=$?
   mini_done "$bench" "$mini_start"
   if [ "$rc" = 130 ]; then
     echo "mini suite: interrupted; continue with: RESUME=1 INSTALL=0 BENCHMARKS=\"$BENCHES\" bash scripts/mini_suite.sh" >&2
