@@ -122,16 +122,29 @@ def _quiet_text(report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _signals_end_the_check() -> None:
-    """SIGTERM and SIGHUP end the check like Ctrl-C, so its temporary folder is removed on the way out."""
-    def interrupt(signum, frame):
+class _Signalled:
+    """Whether a signal asked the check to stop. The handler raises KeyboardInterrupt, so the check unwinds at once
+    and removes its temporary folder; the flag keeps the exit status 130 where code the check calls swallowed the
+    exception (a bare ``except:``: mlperf-logging's engine has several) and the check went on to a verdict."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def interrupt(self, signum, frame) -> None:
+        self.signum = signum
         raise KeyboardInterrupt
-    for name in ("SIGTERM", "SIGHUP"):
+
+
+def _signals_end_the_check() -> _Signalled:
+    """Ctrl-C, SIGTERM and SIGHUP end the check alike, so its temporary folder is removed on the way out."""
+    signalled = _Signalled()
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             try:
-                signal.signal(getattr(signal, name), interrupt)
+                signal.signal(getattr(signal, name), signalled.interrupt)
             except ValueError:  # not the main thread (an embedding program): leave its handlers alone
                 pass
+    return signalled
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -163,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         _validate(args)
     except OSError as exc:  # e.g. a path longer than PATH_MAX
         raise UserError(f"{exc.filename or args.path}: {exc.strerror or exc}") from None
-    _signals_end_the_check()
+    signalled = _signals_end_the_check()
     with progress_for(quiet=args.quiet) as progress:
         options = CheckOptions(rules_root=args.rules_dir, system_schema=args.system_schema,
                                mlperf_ruleset=args.mlperf_ruleset, progress=progress, reevaluate=reevaluation(args))
@@ -171,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
             report = check_path(args.path, options)
         except OSError as exc:
             raise UserError(f"cannot read {exc.filename or args.path}: {exc.strerror or exc}") from None
+    if signalled.signum is not None:  # the interrupt was swallowed on the way: no verdict from a check cut short
+        raise KeyboardInterrupt
     for flag, dest, kind in (("--csv", args.csv, "csv"), ("--json", args.json, "json"),
                              ("--output-file", args.output_file, args.format or "text")):
         if dest is not None and not is_stdout(dest) and kind != "text":
