@@ -6,7 +6,7 @@ rules 1.2 projects the last position alone (``Seq2SeqTransformer.next_logits``).
 alike. The BLEU must be equal; the seconds are the saving.
 
     python benchmarks/greedy_decoding.py \
-        submissions/closed/trainmark/results/2xcpu-xeon-amx/transformer-mini/trial_1/model.safetensors
+        submissions/closed/trainmark/results/2xcpu-epyc-zen4/transformer-mini/trial_1/model.safetensors
 
 Prints the CPU, each evaluation's BLEU and seconds, and the ratio of the medians.
 """

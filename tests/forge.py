@@ -16,9 +16,13 @@ from trainmark.format import mllog
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "submissions"
 SUBMITTER = SUBMISSIONS / "closed" / "trainmark"
 PREFIX = mllog.PREFIX
+PYTORCH_SYSTEM = "2xcpu-epyc-zen4"       # the mini suite's PyTorch examples (rules 1.2), ds2-mini's aside
+TENSORFLOW_SYSTEM = "2xcpu-epyc-zen4-tf"  # the Keras twins of the Fashion-MNIST minis (rules 1.2)
+SEQUENCE_SYSTEM = {"lstm-mini": PYTORCH_SYSTEM, "transformer-mini": PYTORCH_SYSTEM,
+                   "ds2-mini": "2xcpu-xeon-amx"}  # the PyTorch sequence minis' examples (docs/submissions.md)
 
 
-def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str = "2xcpu-epyc-zen3") -> Path:
+def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str = PYTORCH_SYSTEM) -> Path:
     """A copy of one committed example as ``tmp_path/ex/closed/trainmark/...``; returns ``tmp_path/ex``."""
     root = tmp_path / "ex"
     dest = root / "closed" / "trainmark"
@@ -30,7 +34,7 @@ def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str = "2xcpu
     return root
 
 
-def bench_dir(root: Path, benchmark: str = "resnet-mini", system: str = "2xcpu-epyc-zen3") -> Path:
+def bench_dir(root: Path, benchmark: str = "resnet-mini", system: str = PYTORCH_SYSTEM) -> Path:
     return root / "closed" / "trainmark" / "results" / system / benchmark
 
 

@@ -41,10 +41,13 @@ def test_the_untouched_example_has_no_issue_38_finding(ex, capsys):
 
 def test_run_start_moved_into_the_training_with_the_epochs_squeezed_is_telemetry_007(ex, capsys):
     """init_stop and run_start moved 43 % into the real training, every logged window squeezed into the rest
-    (summaries and epochs.log recomputed), telemetry untouched: 69 s instead of 122 s."""
+    (summaries and epochs.log recomputed), telemetry untouched: 0.57 of the honest trial's train time."""
+    import json
+
     import forge
 
     bench = forge.bench_dir(ex)
+    honest = [json.loads((bench / f"trial_{k}" / "trial.json").read_text())["train_time_s"] for k in range(1, 6)]
     for k in range(1, 6):
         def squeeze(records):
             start = forge.record(records, "run_start")["time_ms"]
@@ -61,7 +64,7 @@ def test_run_start_moved_into_the_training_with_the_epochs_squeezed_is_telemetry
     bench_result = report["benchmarks"][0]
     assert bench_result["score"]["mean_train_time_s"] is None  # withheld beside an error
     times = [t["train_time_s"] for t in bench_result["trials"]]
-    assert sum(times) / len(times) < 75   # what the forgery would have scored
+    assert sum(times) / len(times) < 0.6 * sum(honest) / len(honest)   # what the forgery would have scored
 
 
 def test_another_trials_telemetry_shifted_onto_this_trial_is_telemetry_007(ex, capsys):
@@ -71,7 +74,10 @@ def test_another_trials_telemetry_shifted_onto_this_trial_is_telemetry_007(ex, c
     own = forge.read_records(bench / "result_1.txt")[0]["time_ms"]
     other = forge.read_records(bench / "result_2.txt")[0]["time_ms"]
     lines = (bench / "trial_2" / "telemetry.csv").read_text().splitlines()
-    shifted = [lines[0], *(f"{int(x.split(',')[0]) - other + own}" for x in lines[1:])]
+    shifted = [lines[0]]
+    for line in lines[1:]:  # the time moved, every other column kept
+        t, _, rest = line.partition(",")
+        shifted.append(f"{int(t) - other + own}," + rest if rest else f"{int(t) - other + own}")
     (bench / "trial_1" / "telemetry.csv").write_text("\n".join(shifted) + "\n")
     rc, errors, report = _check(ex, capsys)
     assert rc == 1 and "TELEMETRY-007" in errors
@@ -85,13 +91,16 @@ def _measured(tmp_path):
 
 
 def test_a_measured_domains_power_column_renamed_is_energy_007(tmp_path, capsys):
+    import forge
+    from test_evidence_energy_telemetry import BENCH
+
     root, bench = _measured(tmp_path)
     path = bench / "trial_3" / "telemetry.csv"
     path.write_text(path.read_text().replace("package-0.power_w", "package-0.watts_w", 1))
     rc, errors, report = _check(root, capsys)
     assert rc == 1 and "ENERGY-007" in errors
     assert [f["file"] for f in report["findings"] if f["rule"] == "ENERGY-007"] == [
-        "closed/trainmark/results/2xcpu-epyc-zen3/resnet-mini/trial_3/telemetry.csv"]
+        f"closed/trainmark/results/{forge.PYTORCH_SYSTEM}/{BENCH}/trial_3/telemetry.csv"]
 
 
 def test_a_measured_domain_declared_out_of_the_total_is_energy_008(tmp_path, capsys):
@@ -169,7 +178,8 @@ def test_times_scaled_by_a_twentieth_with_the_peak_deleted_are_work_002_against_
 def _describe(ex, **fields) -> None:
     import forge
 
-    forge.edit_json(ex / "closed" / "trainmark" / "systems" / "2xcpu-epyc-zen3.json", lambda d: d.update(fields))
+    system = ex / "closed" / "trainmark" / "systems" / f"{forge.PYTORCH_SYSTEM}.json"
+    forge.edit_json(system, lambda d: d.update(fields))
 
 
 def test_an_h100_described_for_a_cpu_run_is_work_009(ex, capsys):
@@ -205,7 +215,7 @@ def test_a_sequence_minis_sizes_come_from_the_rules_too(tmp_path, capsys, benchm
 
     from trainmark.rules import reference_work
 
-    system = "2xcpu-xeon-amx"
+    system = forge.SEQUENCE_SYSTEM[benchmark]
     root = forge.example(tmp_path, benchmark, system)
     result = forge.bench_dir(root, benchmark, system) / "result_1.txt"
     logged = {r["key"]: r["value"] for r in forge.read_records(result) if r["key"] in ("train_samples", "eval_samples")}

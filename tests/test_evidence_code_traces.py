@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 from conftest import TEST_RULES
-from forge import SUBMITTER, bench_dir, check, edit_json, edit_records, error_codes, example, record
+from forge import PYTORCH_SYSTEM, SUBMITTER, bench_dir, check, edit_json, edit_records, error_codes, example, record
 from test_resume_integrity import interrupted_run
 from test_trial_loop import bench_dir as tiny_bench_dir
 from test_trial_loop import run_tiny
@@ -20,7 +20,7 @@ from trainmark.cli import main
 from trainmark.format import mllog
 from trainmark.harness import code_record
 
-SYSTEM = "2xcpu-epyc-zen3"
+SYSTEM = PYTORCH_SYSTEM
 
 
 def _record_dir(root, system=SYSTEM):
@@ -38,10 +38,13 @@ def _trial_jsons(root):
 
 # -- 1. code verification cannot be declined ----------------------------------------------
 def test_format_1_claim_without_the_record_is_an_error(tmp_path, capsys):
-    """trial.json says format 1 (before records existed) and the record is deleted: rules 1.0 ship code hashes."""
+    """trial.json and the logs say format 1 (before records existed) and the record is deleted: the example's rules
+    version ships code hashes, so the record is required all the same."""
     root = example(tmp_path)
     for path in _trial_jsons(root):
         edit_json(path, lambda d: d.update(format_version=1))
+    for path in bench_dir(root).glob("result_*.txt"):  # format 3 logs the format too (format 2 did not)
+        edit_records(path, lambda records: [r.update(value=1) for r in records if r["key"] == mllog.FORMAT_VERSION])
     shutil.rmtree(_record_dir(root))
     rc, report = check(root, capsys)
     assert rc == 1 and "CODE-013" in error_codes(report)

@@ -1,7 +1,8 @@
 """Issue 30: telemetry as evidence and energy that is consistent, tried as a dishonest submitter would.
 
-The committed examples ran on a virtual machine (no energy, time-only telemetry), so ``measured()`` first
-turns the copy into a trial measured by a fake RAPL package, every figure consistent: a power function of
+The committed examples ran on a virtual machine (no energy counters), so ``measured()`` first turns a copy of the
+transformer-mini example (its evaluations last seconds, several telemetry rows each) into a trial measured by a
+fake RAPL package, every figure consistent: a power function of
 the windows (training, evaluation, the rest), its integral as the cumulative readings of every boundary,
 its row means as ``package-0.power_w`` and a matching ``run.cpu_pct`` in telemetry.csv. That trial passes;
 each forgery below then breaks it the way the issue describes and must fail with its own finding.
@@ -9,6 +10,7 @@ each forgery below then breaks it the way the issue describes and must fail with
 from __future__ import annotations
 
 import json
+import re
 
 from forge import bench_dir, check, edit_json, edit_records, error_codes, example, read_records, record
 
@@ -18,6 +20,7 @@ DOMAIN = "package-0"
 WATTS = {"epoch": 60.0, "eval": 50.0, None: 20.0}      # training, evaluation, anything else
 CPU_PCT = {"epoch": 95.0, "eval": 90.0, None: 10.0}
 TRIALS = range(1, 6)
+BENCH = "transformer-mini"  # greedy decoding: every evaluation spans several 1-second telemetry rows
 
 
 def windows(records: list[dict]) -> list[tuple[str, int, int]]:
@@ -103,8 +106,8 @@ def measure_trial(bench, k: int, scale: float = 1.0) -> None:
 
 
 def measured(tmp_path, scale: float = 1.0):
-    root = example(tmp_path)
-    bench = bench_dir(root)
+    root = example(tmp_path, BENCH)
+    bench = bench_dir(root, BENCH)
     for k in TRIALS:
         measure_trial(bench, k, scale)
     return root, bench
@@ -118,19 +121,21 @@ def test_a_consistent_measured_trial_passes(tmp_path, capsys):
     root, bench = measured(tmp_path)
     rc, report = check(root, capsys)
     assert rc == 0 and error_codes(report) == set(), [f for f in report["findings"] if f["severity"] == "error"]
-    assert 7000 < trial_energy(bench) < 8000              # about 7.5 kJ, as the issue's example
+    records = read_records(bench / "result_1.txt")
+    run_s = (record(records, mllog.RUN_STOP)["time_ms"] - record(records, mllog.RUN_START)["time_ms"]) / 1000
+    assert 50 * run_s < trial_energy(bench) < 60 * run_s   # mostly training (60 W), then evaluation (50 W)
 
 
 def test_format_2_without_telemetry_is_an_error(tmp_path, capsys):
-    root = example(tmp_path)
+    root = example(tmp_path, BENCH)
     for k in TRIALS:
-        (bench_dir(root) / f"trial_{k}" / "telemetry.csv").unlink()
+        (bench_dir(root, BENCH) / f"trial_{k}" / "telemetry.csv").unlink()
     rc, report = check(root, capsys)
     assert rc == 1 and "TELEMETRY-004" in error_codes(report)
 
 
 def test_time_only_telemetry_of_the_examples_gives_no_timeline_or_power_finding(tmp_path, capsys):
-    rc, report = check(example(tmp_path), capsys)
+    rc, report = check(example(tmp_path, BENCH), capsys)
     assert rc == 0
     assert not {f["rule"] for f in report["findings"]} & {"TELEMETRY-004", "TELEMETRY-005", "TELEMETRY-006",
                                                           "ENERGY-004", "ENERGY-005", "ENERGY-006"}
@@ -177,27 +182,31 @@ def test_halved_run_stop_energy_with_every_summary_matched_is_an_error(tmp_path,
 
 
 def test_every_energy_figure_scaled_by_half_is_caught_by_the_power_telemetry(tmp_path, capsys):
-    root = example(tmp_path)
-    bench = bench_dir(root)
+    root = example(tmp_path, BENCH)
+    bench = bench_dir(root, BENCH)
     for k in TRIALS:
         measure_trial(bench, k, scale=0.5)       # readings, windows, summaries all halved; power left true
     rc, report = check(root, capsys)
     assert rc == 1 and error_codes(report) == {"ENERGY-006"}
 
 
-def test_power_integrating_to_172_kj_beside_a_logged_7_5_kj_is_an_error(tmp_path, capsys):
+def test_power_integrating_to_23_times_the_logged_energy_is_an_error(tmp_path, capsys):
+    """The power column multiplied by 23 (~1,380 W in training: about 170 kJ beside the 7.3 kJ the meter logged)."""
     root, bench = measured(tmp_path)
     path = bench / "trial_1" / "telemetry.csv"
     lines = path.read_text().splitlines()
     out = [lines[0], lines[1]]
     for line in lines[2:]:
         t, watts, cpu = line.split(",")
-        out.append(f"{t},{float(watts) * 23:.6g},{cpu}")   # ~1380 W for ~125 s: ~172 kJ
+        out.append(f"{t},{float(watts) * 23:.6g},{cpu}")
     path.write_text("\n".join(out) + "\n")
     rc, report = check(root, capsys)
     assert rc == 1 and "ENERGY-006" in error_codes(report)
     (finding,) = [f for f in report["findings"] if f["rule"] == "ENERGY-006"]
-    assert "trial_1/telemetry.csv" in finding["file"] and "172334 J" in finding["message"]
+    integrated, logged = (float(x) for x in re.search(r"integrates to ([\d.]+) J .* give ([\d.]+) J",
+                                                      finding["message"]).groups())
+    assert "trial_1/telemetry.csv" in finding["file"] and logged == round(trial_energy(bench), 2)
+    assert 22 < integrated / logged < 24, finding["message"]  # the power's own integral, 23 times the truth
 
 
 def test_evaluation_working_like_training_while_training_idles_is_an_error(tmp_path, capsys):
@@ -240,8 +249,8 @@ def test_idle_training_beside_busy_evaluations_on_a_quiet_machine_is_an_error(tm
 def test_times_compressed_in_the_logs_but_not_in_the_telemetry_is_an_error(tmp_path, capsys):
     """Every MLLOG time x 0.6 from the first record (summaries recomputed would not help): the telemetry
     rows run on for 50 s after run_stop."""
-    root = example(tmp_path)
-    bench = bench_dir(root)
+    root = example(tmp_path, BENCH)
+    bench = bench_dir(root, BENCH)
 
     def faster(records):
         t0 = records[0]["time_ms"]
@@ -253,8 +262,8 @@ def test_times_compressed_in_the_logs_but_not_in_the_telemetry_is_an_error(tmp_p
 
 
 def test_times_compressed_in_the_logs_and_the_telemetry_leave_too_many_rows(tmp_path, capsys):
-    root = example(tmp_path)
-    bench = bench_dir(root)
+    root = example(tmp_path, BENCH)
+    bench = bench_dir(root, BENCH)
     t0 = read_records(bench / "result_1.txt")[0]["time_ms"]
 
     def faster(records):
@@ -263,7 +272,11 @@ def test_times_compressed_in_the_logs_and_the_telemetry_leave_too_many_rows(tmp_
     edit_records(bench / "result_1.txt", faster)
     path = bench / "trial_1" / "telemetry.csv"
     lines = path.read_text().splitlines()
-    path.write_text("\n".join([lines[0], *(str(t0 + round((int(x) - t0) * 0.6)) for x in lines[1:])]) + "\n")
+    squeezed = [lines[0]]
+    for line in lines[1:]:  # the time squeezed, every other column kept
+        t, comma, rest = line.partition(",")
+        squeezed.append(f"{t0 + round((int(t) - t0) * 0.6)}{comma}{rest}")
+    path.write_text("\n".join(squeezed) + "\n")
     rc, report = check(root, capsys)
     assert rc == 1 and "TELEMETRY-006" in error_codes(report)
     assert any("rows in a run" in f["message"] for f in report["findings"] if f["rule"] == "TELEMETRY-006")

@@ -1,17 +1,17 @@
 """Issue 38, "no honest run failed": an epoch slowed by other load is WORK-008 (a warning naming the cause), a cut
 epoch on a quiet machine stays WORK-003, both rebuilt from the committed resnet-mini example (tests/forge.py).
 
-The example ran on a quiet VM with time-only telemetry, so ``stretch`` makes trial 2 look like a run whose
-epochs 1, 2, 4 and 5 were slowed 2.5-fold (every later record moved, summaries recomputed) and ``telemetry``
-rewrites its telemetry.csv as the sampler writes it (a row a second, one at each epoch's end and at run_stop)
-with the other processes' CPU share of each window.
+The example ran on a quiet VM, so ``stretch`` makes trial 2 look like a run whose epochs 1 and 2 of its 3 (rules
+1.2) were slowed 2.5-fold (every later record moved, summaries recomputed) and ``telemetry`` rewrites its
+telemetry.csv as the sampler writes it (a row a second, one at each epoch's end and at run_stop) with the other
+processes' CPU share of each window.
 """
 from __future__ import annotations
 
 import forge
 import pytest
 
-SLOWED = (1, 2, 4, 5)
+SLOWED = (1, 2)  # epoch 3 runs at its own pace: next to the slowed two it looks cut
 
 
 def stretch(records: list[dict], epochs=SLOWED, factor: float = 2.5) -> None:

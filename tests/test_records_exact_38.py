@@ -11,7 +11,7 @@ import json
 import shutil
 
 from conftest import TEST_RULES
-from forge import check, error_codes, example
+from forge import PYTORCH_SYSTEM, check, error_codes, example
 from test_resume_integrity import interrupted_run
 from test_trial_loop import bench_dir as tiny_bench_dir
 from test_trial_loop import run_tiny
@@ -21,7 +21,7 @@ from trainmark.cli import main
 from trainmark.format import mllog
 from trainmark.harness.code_record import manifest_text
 
-RECORD = "closed/trainmark/benchmarks/resnet-mini/implementations/2xcpu-epyc-zen3"
+RECORD = f"closed/trainmark/benchmarks/resnet-mini/implementations/{PYTORCH_SYSTEM}"
 OPEN_RECORD = "out/open/acme/benchmarks/tiny-test/implementations/box"
 
 

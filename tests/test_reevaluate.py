@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from forge import bench_dir, check, edit_json, error_codes, example
+from forge import TENSORFLOW_SYSTEM, bench_dir, check, edit_json, error_codes, example
 from safetensors.numpy import load_file, save_file
 
 from trainmark.cli import main
@@ -140,10 +140,10 @@ def test_every_shipped_rule_file_states_its_tolerance_and_why():
 @needs_tf
 def test_a_tensorflow_trial_re_measures_through_the_keras_twin(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TRAINMARK_TFDS_DIR", str(tmp_path / "tfds"))
-    root = example(tmp_path, system="2xcpu-epyc-zen3-tf")
+    root = example(tmp_path, system=TENSORFLOW_SYSTEM)
     rc, report = check(root, capsys, "--reevaluate")
     assert rc == 0, [f for f in report["findings"] if f["severity"] == "error"]
     pairs = reevaluated(report)
     assert len(pairs) == 5 and all(abs(logged - measured) <= 0.002 for logged, measured in pairs), pairs
-    trial = json.loads((bench_dir(root, system="2xcpu-epyc-zen3-tf") / "trial_1" / "trial.json").read_text())
+    trial = json.loads((bench_dir(root, system=TENSORFLOW_SYSTEM) / "trial_1" / "trial.json").read_text())
     assert trial["final_metric"] == pairs[0][1]

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 
+from forge import PYTORCH_SYSTEM
+
 from trainmark.cli import main
 from trainmark.rules import LATEST_VERSION, peaks, reference_work
 
-SUBMISSIONS_RESULT = "submissions/closed/trainmark/results/2xcpu-epyc-zen3/resnet-mini/result_1.txt"
+SUBMISSIONS_RESULT = f"submissions/closed/trainmark/results/{PYTORCH_SYSTEM}/resnet-mini/result_1.txt"
 
 
 def test_peaks_json_is_the_harness_table_as_data(capsys):
