@@ -39,6 +39,7 @@ from trainmark.checker.verdict.registry import ERROR, rule
 from trainmark.checker.verdict.result import Report
 from trainmark.errors import UserError
 from trainmark.format.layout import DIVISIONS, is_archive_name
+from trainmark.interrupts import signals_interrupt
 from trainmark.rules.ruleset import (
     LATEST_VERSION,
     RULES_ROOT,
@@ -150,7 +151,7 @@ def _unpacked(path: Path, options: CheckOptions) -> Iterator[tuple[Report, Path 
     if options.mlperf_ruleset is None and (named := ruleset_from_path(path)):  # the archive's name
         options = replace(options, mlperf_ruleset=named[0])
     findings = Findings()
-    with archive.signals_raise(), tempfile.TemporaryDirectory(prefix="trainmark-archive-") as tmp:
+    with signals_interrupt(), tempfile.TemporaryDirectory(prefix="trainmark-archive-") as tmp:
         root = Path(tmp) / "unpacked"
         root.mkdir()
         if not archive.unpack(path, root, findings):

@@ -30,6 +30,7 @@ from mlperf_logging.compliance_checker import mlp_compliance
 
 from trainmark.checker.mlperf.compliance_configs import ALLOWLIST, guarded
 from trainmark.format.mllog_read import TOKEN, Event, collector_paused
+from trainmark.interrupts import SIGNALS
 
 TRAINMARK_PARSER_RULESET = "6.1.0"  # only picks mlperf-logging's line parser
 _PARSER_MODULE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{1,2}")
@@ -155,7 +156,7 @@ def _parser(ruleset: str):
 
 @contextlib.contextmanager
 def _interrupts_held():
-    """Ctrl-C, and the signals the command line turns into one (SIGTERM, SIGHUP), held while the engine runs and
+    """Ctrl-C, and the signals ``trainmark.interrupts`` turns into one (SIGTERM, SIGHUP), held while the engine runs and
     raised as soon as it returns. The engine catches everything with bare ``except:``: an interrupt that landed
     inside a rule's code became a "Failed executing CHECK code" message, a compliance failure, and the check went on
     to exit 1 instead of stopping with 130. A signal whose handler is not Python's (default, ignored) is left as it
@@ -164,8 +165,7 @@ def _interrupts_held():
         yield
         return
     held: list[int] = []
-    names = ("SIGINT", "SIGTERM", "SIGHUP")
-    numbers = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    numbers = [getattr(signal, n) for n in SIGNALS if hasattr(signal, n)]
     previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum))
                 for s in numbers if callable(signal.getsignal(s))}
     try:

@@ -18,18 +18,15 @@ removed afterwards, also on Ctrl-C and SIGTERM.
 """
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import lzma
 import posixpath
-import signal
 import tarfile
-import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from trainmark.checker.verdict.findings import Findings
 from trainmark.checker.verdict.registry import ERROR, rule
@@ -289,21 +286,3 @@ def unpack(archive: Path, dest: Path, findings: Findings, limits: ArchiveLimits 
                      expected="a tar archive (plain, gzip, bzip2 or xz)", seen=type(exc).__name__)
         return False
     return True
-
-
-@contextlib.contextmanager
-def signals_raise() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise ``SystemExit`` while inside, so ``finally`` blocks (temporary folders) run."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, _frame):
-        raise SystemExit(128 + signum)
-
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM))}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 
 from trainmark.errors import UserError
+from trainmark.interrupts import signals_interrupt
 from trainmark.outputs import ensure_writable, is_stdout, write_output
 
 FORMATS = ("text", "json", "junit", "sarif")
@@ -122,31 +122,6 @@ def _quiet_text(report) -> str:
     return "\n".join(lines) + "\n"
 
 
-class _Signalled:
-    """Whether a signal asked the check to stop. The handler raises KeyboardInterrupt, so the check unwinds at once
-    and removes its temporary folder; the flag keeps the exit status 130 where code the check calls swallowed the
-    exception (a bare ``except:``: mlperf-logging's engine has several) and the check went on to a verdict."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def interrupt(self, signum, frame) -> None:
-        self.signum = signum
-        raise KeyboardInterrupt
-
-
-def _signals_end_the_check() -> _Signalled:
-    """Ctrl-C, SIGTERM and SIGHUP end the check alike, so its temporary folder is removed on the way out."""
-    signalled = _Signalled()
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            try:
-                signal.signal(getattr(signal, name), signalled.interrupt)
-            except ValueError:  # not the main thread (an embedding program): leave its handlers alone
-                pass
-    return signalled
-
-
 def _validate(args: argparse.Namespace) -> None:
     """Problems with the call itself, found before any work (exit 2, one line)."""
     if args.system_schema is not None and not args.system_schema.is_file():
@@ -176,16 +151,13 @@ def run(args: argparse.Namespace) -> int:
         _validate(args)
     except OSError as exc:  # e.g. a path longer than PATH_MAX
         raise UserError(f"{exc.filename or args.path}: {exc.strerror or exc}") from None
-    signalled = _signals_end_the_check()
-    with progress_for(quiet=args.quiet) as progress:
+    with signals_interrupt(), progress_for(quiet=args.quiet) as progress:
         options = CheckOptions(rules_root=args.rules_dir, system_schema=args.system_schema,
                                mlperf_ruleset=args.mlperf_ruleset, progress=progress, reevaluate=reevaluation(args))
         try:
             report = check_path(args.path, options)
         except OSError as exc:
             raise UserError(f"cannot read {exc.filename or args.path}: {exc.strerror or exc}") from None
-    if signalled.signum is not None:  # the interrupt was swallowed on the way: no verdict from a check cut short
-        raise KeyboardInterrupt
     for flag, dest, kind in (("--csv", args.csv, "csv"), ("--json", args.json, "json"),
                              ("--output-file", args.output_file, args.format or "text")):
         if dest is not None and not is_stdout(dest) and kind != "text":
