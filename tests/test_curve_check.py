@@ -164,8 +164,8 @@ def test_schema_refuses_a_malformed_band(tmp_path):
 def test_example_submissions_stay_near_their_bands():
     """Our own reference runs stay inside the calibrated bands but for single early epochs of a fresh seed,
     each named in docs/submissions.md: the TensorFlow inception-mini's seed 2000 after epoch 2 (0.8140, band
-    0.8368-0.8859), and the PyTorch ds2-mini's seed 2003 after epoch 2 (WER 0.1307, band 0.0082-0.0898: a slow
-    start, as the calibration's seed 1003 had; it met the target at epoch 4). A warning each, never an error; a
+    0.8368-0.8859), and the PyTorch ds2-mini's seed 2003 after epoch 2 (WER 0.1039, band 0.0119-0.0631: a slow
+    start, on every CPU so far; it met the target at epoch 4). A warning each, never an error; a
     new one fails here until it is documented."""
     report = check_path(ROOT / "submissions")
     seen_at = set()
@@ -174,7 +174,7 @@ def test_example_submissions_stay_near_their_bands():
         parts = Path(f.file).parts
         trial, epoch = (int(x) for x in re.search(r"trial (\d+): .* after epoch (\d+)", f.message).groups())
         seen_at.add((parts[-2], parts[-3], trial, epoch, float(f.seen)))
-        if parts[-2] == "ds2-mini":  # WER's band clipped at 0 (issue 42), not [-0.0018, 0.0998]
-            assert f.expected == "within [0.0000, 0.0998]"
+        low, high = (float(x) for x in re.fullmatch(r"within \[(\S+), (\S+)\]", f.expected).groups())
+        assert 0.0 <= low <= high  # a WER band is clipped at 0 (issue 42), never below
     assert seen_at == {("inception-mini", "2xcpu-epyc-zen4-tf", 1, 2, 0.8140),
-                       ("ds2-mini", "2xcpu-xeon-amx", 4, 2, 0.1307)}
+                       ("ds2-mini", "2xcpu-epyc-zen4", 4, 2, 0.1039)}
