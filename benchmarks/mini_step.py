@@ -9,12 +9,14 @@ minute the first time on a machine, seconds once inductor's cache in the tempora
 
     python benchmarks/mini_step.py inception-mini --configs cl:2 cl:1 nchw:2 compile:2 --rounds 2
     python benchmarks/mini_step.py resnet-mini --batch 128
+    python benchmarks/mini_step.py vgg-mini --configs cl:2 bf16:2
 
 Prints the CPU, then per configuration the samples/s of each round and the median.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -34,7 +36,7 @@ def measure(name: str, layout: str, threads: int, batch: int, steps: int) -> tup
     ref = registry.get(name)
     hp, data = dict(ref.rules.defaults()), ref.load_data(None)
     model = ref.build_model()
-    ref.channels_last = layout in ("cl", "compile")
+    ref.channels_last = layout in ("cl", "compile", "bf16")
     if ref.channels_last:
         model = model.to(memory_format=torch.channels_last)
     forward = torch.compile(model) if layout == "compile" else model
@@ -42,9 +44,12 @@ def measure(name: str, layout: str, threads: int, batch: int, steps: int) -> tup
     batches = ref.train_batches(data, 0, batch, torch.Generator().manual_seed(0))
     model.train()
 
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if layout == "bf16" else contextlib.nullcontext
+
     def step() -> None:
         images, labels = ref.to_device(next(batches), torch.device("cpu"), train=True)
-        loss = ref.criterion(forward(images), labels, hp)
+        with autocast():
+            loss = ref.criterion(forward(images), labels, hp)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -64,7 +69,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("mini", choices=["resnet-mini", "inception-mini", "vgg-mini"])
     ap.add_argument("--configs", nargs="+", default=["cl:2", "cl:1", "nchw:2", "compile:2"],
-                    help="LAYOUT:THREADS, LAYOUT one of cl (the reference's), nchw, compile (cl + torch.compile)")
+                    help="LAYOUT:THREADS, LAYOUT one of cl (the reference's), nchw, compile (cl + torch.compile), "
+                         "bf16 (cl under bf16 autocast, as --precision amp on a CPU)")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=2)

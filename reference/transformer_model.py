@@ -61,11 +61,45 @@ class Seq2SeqTransformer(nn.Module):
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_pad: torch.Tensor) -> torch.Tensor:
         return self._decoder_states(tgt_in, memory, src_pad) @ self.embed.weight.t()   # tied output projection
 
-    def next_logits(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_pad: torch.Tensor) -> torch.Tensor:
+    def next_logits(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_pad: torch.Tensor,
+                    seen: list[torch.Tensor] | None = None) -> torch.Tensor:
         """[B, vocab] logits of the last position only: greedy decoding reads nothing else, and projecting
         every position onto the vocabulary at every step (rules 1.1) took a fifth of its time
-        (benchmarks/greedy_decoding.py)."""
-        return self._decoder_states(tgt_in, memory, src_pad)[:, -1] @ self.embed.weight.t()
+        (benchmarks/greedy_decoding.py). With ``seen`` (a list the caller starts empty and keeps while the prefix
+        grows a token per call), the decoder computes the last position alone (``_last_state``)."""
+        if seen is None:
+            return self._decoder_states(tgt_in, memory, src_pad)[:, -1] @ self.embed.weight.t()
+        return self._last_state(tgt_in, memory, src_pad, seen) @ self.embed.weight.t()
+
+    def _last_state(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_pad: torch.Tensor,
+                    seen: list[torch.Tensor]) -> torch.Tensor:
+        """[B, d] decoder output at the prefix's last position, from that position's token alone. Causal
+        attention never lets a position see a later one, so what each layer's self-attention reads of the
+        earlier positions stays the same as the prefix grows: ``seen[i]`` keeps layer i's, and a step costs one
+        position instead of the whole prefix. The layers' own modules compute it in the order of
+        ``nn.TransformerDecoderLayer.forward``; for evaluation only (dropout is off)."""
+        position = tgt_in.shape[1] - 1
+        x = (self.embed(tgt_in[:, -1]) * math.sqrt(self.d_model) + self.positions[position])[:, None]
+        pad = tgt_in == PAD
+        for i, layer in enumerate(self.transformer.decoder.layers):
+            attend = layer.norm1(x) if layer.norm_first else x     # what the self-attention reads
+            if i == len(seen):
+                seen.append(attend)              # the first step: the prefix is BOS alone
+            else:
+                seen[i] = torch.cat([seen[i], attend], 1)
+            sa = layer.self_attn(attend, seen[i], seen[i], key_padding_mask=pad, need_weights=False)[0]
+            if layer.norm_first:
+                x = x + sa
+                x = x + layer.multihead_attn(layer.norm2(x), memory, memory, key_padding_mask=src_pad,
+                                             need_weights=False)[0]
+                x = x + layer._ff_block(layer.norm3(x))
+            else:
+                x = layer.norm1(x + sa)
+                x = layer.norm2(x + layer.multihead_attn(x, memory, memory, key_padding_mask=src_pad,
+                                                         need_weights=False)[0])
+                x = layer.norm3(x + layer._ff_block(x))
+        norm = self.transformer.decoder.norm
+        return (norm(x) if norm is not None else x)[:, 0]
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Logits [B, T, vocab] for each target position given the target shifted right."""
@@ -78,8 +112,9 @@ class Seq2SeqTransformer(nn.Module):
         memory, src_pad = self.encode(src)
         out = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        seen: list[torch.Tensor] = []   # what next_logits keeps of the prefix (a Keras twin keeps nothing)
         for _ in range(max_len):
-            nxt = self.next_logits(out, memory, src_pad).argmax(-1)
+            nxt = self.next_logits(out, memory, src_pad, seen).argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
             out = torch.cat([out, nxt[:, None]], 1)
             done |= nxt == EOS

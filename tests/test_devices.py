@@ -105,6 +105,25 @@ def test_auto_and_an_index_resolve_through_the_generic_api(monkeypatch):
     assert pytorch_device.name("xpu:0") == "Intel(R) Data Center GPU Max 1550"
 
 
+def test_native_bf16_asks_the_cpu_flags_and_a_gpu_module_without_emulation(monkeypatch):
+    """The mini suite's PRECISION=auto: amp where the device has bf16 units, fp32 where bf16 is emulated."""
+    monkeypatch.setattr(peaks, "cpu_native", lambda dtype: "avx512_bf16" if dtype == "bf16" else None)
+    assert pytorch_device.native_bf16("cpu") == "this CPU computes bf16 (avx512_bf16)"
+    monkeypatch.setattr(peaks, "cpu_native", lambda dtype: None)
+    assert pytorch_device.native_bf16("cpu") is None
+
+    class Emulating(_FakeModule):  # as torch.cuda on a V100: bf16 only by emulation
+        def is_bf16_supported(self, including_emulation=True):
+            return including_emulation
+
+    monkeypatch.setattr(torch, "get_device_module", lambda kind: Emulating())
+    assert pytorch_device.native_bf16("xpu:0") is None
+    monkeypatch.setattr(Emulating, "is_bf16_supported", lambda self, including_emulation=True: True)
+    assert pytorch_device.native_bf16("xpu:0") == "Intel(R) Data Center GPU Max 1550 computes bf16"
+    monkeypatch.setattr(torch, "get_device_module", lambda kind: _FakeModule())   # no emulation argument
+    assert pytorch_device.native_bf16("xpu:0") is None
+
+
 def test_the_cpu_path_goes_through_the_seam(monkeypatch):
     """A CPU trainer's amp steps go through pytorch_device: autocast dtype, autocast, step hook, synchronize."""
     from conftest import TEST_RULES, TinyTest

@@ -51,6 +51,25 @@ def test_cpu_peak_amx_cap_and_clock_file(tmp_path):
     assert peaks.cpu_peak(path, clock_ghz=1.0, max_freq_path=None).tflops["fp32"] == pytest.approx(4 * 64 / 1e3)
 
 
+@pytest.mark.parametrize("flags,native", [
+    (["avx2", "fma", "avx512f", "avx512_bf16"], "avx512_bf16"),            # Zen 4, Zen 5, Cooper Lake on
+    (["avx512f", "avx512_bf16", "amx_bf16", "amx_tile"], "amx_bf16"),      # Sapphire Rapids on: the best unit
+    (["avx2", "fma"], None),                                               # Zen 3: bf16 converts to fp32
+    (["avx2", "fma", "avx512f"], None),                                    # Skylake-SP: AVX-512 without bf16
+])
+def test_cpu_native_names_the_bf16_unit_or_none(tmp_path, flags, native):
+    """The mini suite's PRECISION=auto trains in amp only where this names an instruction set."""
+    assert peaks.cpu_native("bf16", _cpuinfo(tmp_path, flags)) == native
+
+
+def test_cpu_native_reads_an_arm_cores_features(tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text("processor\t: 0\nFeatures\t: fp asimd sve bf16\nCPU part\t: 0xd4f\n")
+    assert peaks.cpu_native("bf16", str(path)) == "bf16+sve"
+    path.write_text("processor\t: 0\nFeatures\t: fp asimd\nCPU part\t: 0xd0c\n")   # Neoverse N1
+    assert peaks.cpu_native("bf16", str(path)) is None
+
+
 def test_cpu_peak_rejects_empty_file(tmp_path):
     (tmp_path / "empty").write_text("")
     with pytest.raises(ValueError):

@@ -147,6 +147,26 @@ def test_greedy_stops_at_eos_and_matches_step_by_step_argmax():
         assert EOS not in row and len(row) <= 6
 
 
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_the_last_position_alone_gives_the_logits_of_the_whole_prefix(norm_first):
+    """Greedy decoding's cache (next_logits with ``seen``): step by step, the logits the whole prefix gives, for
+    pre-norm (the minis) and post-norm stacks, with a padded source and a PAD inside a finished row's prefix."""
+    from trainmark.reference.transformer_model import Seq2SeqTransformer
+
+    torch.manual_seed(1)
+    model = Seq2SeqTransformer(50, 32, 4, 2, 3, 64, 0.0, norm_first=norm_first).eval()
+    src = torch.tensor([[5, 6, 7, EOS], [8, EOS, PAD, PAD], [9, 10, EOS, PAD]])
+    tokens = torch.tensor([[BOS, 11, 12, 13, 14], [BOS, 15, EOS, PAD, PAD], [BOS, 16, 17, 18, EOS]])
+    memory, src_pad = model.encode(src)
+    seen: list[torch.Tensor] = []
+    with torch.no_grad():
+        for t in range(1, tokens.shape[1] + 1):
+            cached = model.next_logits(tokens[:, :t], memory, src_pad, seen)
+            whole = model.next_logits(tokens[:, :t], memory, src_pad)
+            torch.testing.assert_close(cached, whole, atol=1e-5, rtol=1e-5)
+    assert len(seen) == 3 and seen[0].shape == (3, tokens.shape[1], 32)   # a layer's inputs, every position
+
+
 def test_bleu_from_summed_statistics_equals_sacrebleu_on_the_whole_corpus():
     hyps = ["the cat sat on the mat", "a dog ran home", "he saw the light", "blue hat"]
     refs = ["the cat sat on a mat", "the dog ran home", "and he saw the light", "a red hat"]

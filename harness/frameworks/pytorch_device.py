@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 
 from trainmark.errors import UserError
+from trainmark.harness.measure import peaks
 
 CPU = "cpu"
 
@@ -136,6 +137,23 @@ def amp_dtype(device) -> torch.dtype:
         return torch.bfloat16
     supported = getattr(mod, "is_bf16_supported", None)
     return torch.bfloat16 if supported is None or supported() else torch.float16
+
+
+def native_bf16(device) -> str | None:
+    """Why this device computes bf16 in its own units (a CPU's instruction set, a GPU's tensor cores), or None
+    where bf16 would be converted or emulated: the mini suite's PRECISION=auto trains in amp only then."""
+    dev = torch.device(device)
+    if dev.type == CPU:
+        isa = peaks.cpu_native("bf16")
+        return f"this CPU computes bf16 ({isa})" if isa else None
+    supported = getattr(module(dev), "is_bf16_supported", None)
+    if supported is None:
+        return None
+    try:
+        native = supported(including_emulation=False)  # CUDA: pre-Ampere GPUs emulate bf16
+    except TypeError:
+        native = supported()
+    return f"{name(dev)} computes bf16" if native else None
 
 
 def autocast(device, dtype: torch.dtype):

@@ -241,6 +241,18 @@ def _flops_per_cycle(dtype: str, flags: set[str]) -> tuple[int, str] | None:
     return None
 
 
+def cpu_native(dtype: str, cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
+    """The instruction set with which this CPU computes ``dtype`` itself (``avx512_bf16``, ``amx_bf16``,
+    ``asimd+bf16``), or None where its kernels would convert to fp32 and gain nothing from it: the mini suite
+    trains in amp (bf16 autocast) only where this names one."""
+    with open(cpuinfo_path, encoding="utf-8", errors="replace") as fh:
+        _, flags = _parse_cpuinfo(fh.read())
+    for required, _ in CPU_FLOPS_PER_CYCLE.get(dtype, ()):
+        if required <= flags:
+            return "+".join(sorted(required))
+    return None
+
+
 ARM_PARTS = {"0xd0c": "Arm Neoverse N1", "0xd49": "Arm Neoverse N2", "0xd8e": "Arm Neoverse N3",
              "0xd40": "Arm Neoverse V1", "0xd4f": "Arm Neoverse V2", "0xd84": "Arm Neoverse V3"}
 

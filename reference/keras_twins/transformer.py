@@ -206,8 +206,9 @@ class TransformerTwin:
     def encode(self, src: torch.Tensor):
         return self._encode(tf.convert_to_tensor(src.numpy()))
 
-    def next_logits(self, tgt_in: torch.Tensor, memory, src_keys) -> torch.Tensor:
-        """The logits of the last position only, as [B, vocab]: ``greedy`` reads nothing else."""
+    def next_logits(self, tgt_in: torch.Tensor, memory, src_keys, seen=None) -> torch.Tensor:
+        """The logits of the last position only, as [B, vocab]: ``greedy`` reads nothing else. The whole prefix
+        runs through the decoder at every step (``seen``, the PyTorch model's cache, is not used)."""
         with warnings.catch_warnings():  # Keras warns of a softmax over one key when it traces the first step
             warnings.simplefilter("ignore", UserWarning)
             return torch.from_numpy(self._last(tf.convert_to_tensor(tgt_in.numpy()), memory, src_keys).numpy())
