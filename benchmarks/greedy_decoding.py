@@ -7,7 +7,7 @@ run the reference's own ``evaluate`` (all 385 validation pairs, sacreBLEU) in on
 on the machine hits them alike. The BLEU must be equal; the seconds are the saving.
 
     python benchmarks/greedy_decoding.py \
-        submissions/closed/trainmark/results/2xcpu-epyc-zen4/transformer-mini/trial_1/model.safetensors
+        submissions/closed/trainmark/results/2xcpu-epyc-zen5/transformer-mini/trial_1/model.safetensors
 
 Prints the CPU, each evaluation's BLEU and seconds, and the ratio of the medians.
 """

@@ -49,7 +49,7 @@ def noise(trainer, weights: bytes) -> tuple[float, float, list[int]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("systems", nargs="*", default=["2xcpu-epyc-zen4"])
+    parser.add_argument("systems", nargs="*", default=["2xcpu-epyc-zen5"])
     parser.add_argument("--trials", type=int, default=5)
     args = parser.parse_args()
     print(f"{cpu_model()}, torch {torch.__version__}, {torch.get_num_threads()} threads")
