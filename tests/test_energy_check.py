@@ -152,9 +152,10 @@ def test_telemetry_001_throttling_while_timed(tmp_path, monkeypatch):
     assert t["history"][0]["telemetry"]["throttle"]["gpu0"]["reasons"] == ["sw_thermal_slowdown"]
     found = [f for f in check(out).findings if f.rule == "TELEMETRY-001"]
     # every trial whose sampler wrote a row inside a timed window (the tiny trials last a fraction of a second:
-    # on a loaded CI machine one may get none) reports the throttling, and at least two of the three do
+    # on a loaded CI machine one may get none, and on a fast CPU one may end between two rows) reports the
+    # throttling, and at least one of the three does
     sampled = {f"{BENCH}/trial_{k}/telemetry.csv" for k in (1, 2, 3) if _rows_while_timed(out / BENCH, k)}
-    assert {f.file for f in found} == sampled and len(sampled) >= 2
+    assert {f.file for f in found} == sampled and len(sampled) >= 1
     assert "sw_thermal_slowdown" in found[0].message and found[0].severity == "warning"
 
 
