@@ -231,10 +231,18 @@ def _parse_cpuinfo(text: str) -> tuple[list[dict[str, str]], set[str]]:
     return blocks, flags
 
 
-def _flops_per_cycle(dtype: str, flags: set[str]) -> tuple[int, str] | None:
+def _native(dtype: str, flags: set[str]) -> tuple[int, str] | None:
+    """(FLOPs per cycle, instruction set) of the best unit that computes ``dtype`` itself, or None."""
     for required, fpc in CPU_FLOPS_PER_CYCLE.get(dtype, ()):
         if required <= flags:
             return fpc, "+".join(sorted(required))
+    return None
+
+
+def _flops_per_cycle(dtype: str, flags: set[str]) -> tuple[int, str] | None:
+    native = _native(dtype, flags)
+    if native is not None:
+        return native
     if dtype in ("bf16", "fp16"):
         fp32 = _flops_per_cycle("fp32", flags)
         return (fp32[0], f"{fp32[1]} (no {dtype} instructions: fp32 rate)") if fp32 else None
@@ -247,10 +255,8 @@ def cpu_native(dtype: str, cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
     trains in amp (bf16 autocast) only where this names one."""
     with open(cpuinfo_path, encoding="utf-8", errors="replace") as fh:
         _, flags = _parse_cpuinfo(fh.read())
-    for required, _ in CPU_FLOPS_PER_CYCLE.get(dtype, ()):
-        if required <= flags:
-            return "+".join(sorted(required))
-    return None
+    native = _native(dtype, flags)
+    return native[1] if native is not None else None
 
 
 ARM_PARTS = {"0xd0c": "Arm Neoverse N1", "0xd49": "Arm Neoverse N2", "0xd8e": "Arm Neoverse N3",
