@@ -13,7 +13,7 @@ import secrets
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
@@ -24,6 +24,7 @@ from trainmark.files import append_line, write_atomic, write_json_atomic, write_
 from trainmark.format import epochlog, layout, mllog
 from trainmark.format.labels import MISSED, UNFINISHED, TrialStatus
 from trainmark.harness import code_record as implementation
+from trainmark.harness import precision_choice
 from trainmark.harness.frameworks import backend as framework
 from trainmark.harness.frameworks import distributed
 from trainmark.harness.frameworks import pytorch_runtime as runtime
@@ -405,11 +406,21 @@ class Prepared:
     root: Path          # <out>/<division>/<submitter>
     bench_dir: Path     # root/results/<system>/<benchmark>
     data_dir: Path
+    precision_why: str = ""   # --precision auto: why it chose what it did (the banner says it)
 
     @cached_property
     def backend(self) -> framework.Backend:
         """The framework's backend for this run's device, precision and rank: built once, on first use."""
         return framework.backend(self.opts.framework, self.device, self.opts.precision, self.dist)
+
+
+def settle_precision(rules, opts: RunOptions, device) -> tuple[RunOptions, str]:
+    """``--precision auto`` as amp or fp32 (harness/precision_choice.py), and why; other precisions as given."""
+    if opts.precision != precision_choice.AUTO:
+        return opts, ""
+    batch = opts.batch_size or opts.hparams.get("global_batch_size") or rules.defaults()["global_batch_size"]
+    chosen, why = precision_choice.choose(rules, batch, opts.framework, device)
+    return replace(opts, precision=chosen), why
 
 
 def prepare(opts: RunOptions) -> Prepared:
@@ -428,6 +439,7 @@ def prepare(opts: RunOptions) -> Prepared:
     if opts.model and opts.division == "closed":
         raise UserError("--model trains your own model: that is the open division (add --division open)")
     device = framework.resolve_device(opts.framework, opts.device)  # as the framework that trains sees it
+    opts, precision_why = settle_precision(rules, opts, device)  # first: the rules' limits judge what it chose
     hp = resolve_hparams(rules, opts)
     ref = registry.for_rules(rules)
     hp = check_open_recipe(opts, ref, hp)
@@ -464,7 +476,8 @@ def prepare(opts: RunOptions) -> Prepared:
         if problems:
             raise UserError(f"dataset in {data_dir} does not match rules {rules.version} "
                             f"(closed division needs the exact data): {'; '.join(problems)}")
-    prep = Prepared(opts, rules, ref, build_model, hp, trials, device, dist, sysdesc, root, bench_dir, data_dir)
+    prep = Prepared(opts, rules, ref, build_model, hp, trials, device, dist, sysdesc, root, bench_dir, data_dir,
+                    precision_why)
     _ = prep.backend  # the framework refuses what it cannot run (TensorFlow's amp on a CPU) before anything is written
     return prep
 
@@ -536,6 +549,7 @@ def warn_few_trials(trials: int, rules) -> None:
 
 def run_benchmark(opts: RunOptions) -> RunSummary:
     prep = prepare(opts)
+    opts = prep.opts   # --precision auto settled to amp or fp32
     start_at, base_seed = resume(prep)
     rules, device, dist, bench_dir = prep.rules, prep.device, prep.dist, prep.bench_dir
     if dist.is_main and not opts.quiet:
@@ -636,7 +650,8 @@ def announce(prep: Prepared, start_at: int, base_seed: int) -> None:
                        every_epochs=rules.evaluation["every_epochs"],
                        max_epochs=min(rules.max_epochs, opts.max_epochs or rules.max_epochs), model=model,
                        model_note=note, parameters=parameters, framework=opts.framework,
-                       device=runtime.device_banner(prep.device), precision=opts.precision,
+                       device=runtime.device_banner(prep.device),
+                       precision=f"{opts.precision} ({prep.precision_why})" if prep.precision_why else opts.precision,
                        batch_size=prep.hp["global_batch_size"], trials=prep.trials,
                        first_trial=start_at, base_seed=base_seed, out=prep.bench_dir, size=_model_size(prep)):
         say(line)

@@ -7,7 +7,9 @@ layers, docs/architecture.md), and a peak a submission writes into trial.json is
 judges an epoch against the peak of the accelerator the system description names.
 
 For a CPU the system description gives no instruction sets, so the bound is the highest FLOPs per cycle any
-instruction set of the table reaches for the precision (AVX-512's 64 for fp32, AMX's 1024 for bf16/fp16), and
+instruction set of the table reaches for the precision (AVX-512's 64 for fp32, AMX's 1024 for bf16/fp16) among
+those the named vendor's CPUs can have (``vendor_lacks``: no AMD CPU has AMX or AVX512-FP16, no Arm CPU any x86
+set; a name the table cannot place keeps every row), and
 its clock is the fastest any CPU boosts to (``MAX_CPU_CLOCK_GHZ``), since the description's frequency is the
 clock when it was written (an idle core's, on bare metal): an upper bound, which is what "physically
 impossible" needs, and never below an honest run's own peak.
@@ -36,6 +38,20 @@ class Peak:
     source: str
 
 
+# Instruction sets a vendor's CPUs have never implemented, by a pattern of the processor's name (lower case).
+# AMX and AVX512-FP16 are Intel's alone (Intel's ISA Extensions Reference; AMD's Zen 4/5 add AVX-512 with BF16
+# and VNNI only: AMD64 Architecture Programmer's Manual, 2024); an Arm core runs none of the x86 sets.
+X86_SETS = {"amx_bf16", "amx_fp16", "avx512_fp16", "avx512_bf16", "avx512f", "avx2", "fma", "avx", "sse2"}
+VENDOR_LACKS = ((re.compile(r"\b(amd|epyc|ryzen|threadripper)\b"), frozenset({"amx_bf16", "amx_fp16", "avx512_fp16"})),
+                (re.compile(r"\b(arm|aarch64|neoverse|graviton\d*|altra|grace|cobalt|axion)\b"), frozenset(X86_SETS)))
+
+
+def vendor_lacks(processor: str) -> frozenset:
+    """The instruction sets the named processor's vendor never shipped (empty where the name places none)."""
+    name = processor[:MAX_NAME].lower()
+    return next((sets for pattern, sets in VENDOR_LACKS if pattern.search(name)), frozenset())
+
+
 class PeakTable:
     def __init__(self, data: dict):
         self.devices = data["devices"]
@@ -54,15 +70,17 @@ class PeakTable:
             return None
         return Peak(max(rates) * count, f"{count} x {entry['name']} at {max(rates):g} TFLOPS ({entry['source']})")
 
-    def cpu_peak(self, cores: int, ghz: float, precision: str) -> Peak | None:
-        per_cycle = [fpc for d in _dtypes(precision) for _, fpc in self.cpu_flops_per_cycle.get(d, ())]
-        per_cycle += [fpc for _, fpc in self.cpu_flops_per_cycle.get("fp32", ())]  # no bf16 ISA: fp32 rate
-        best = max(per_cycle, default=0)
+    def cpu_peak(self, cores: int, ghz: float, precision: str, processor: str = "") -> Peak | None:
+        """The most ``cores`` of the named processor can do: its vendor's best instruction set, the fastest clock."""
+        lacks = vendor_lacks(processor)
+        rows = [row for d in (*_dtypes(precision), "fp32") for row in self.cpu_flops_per_cycle.get(d, ())]
+        best = max((fpc for isa, fpc in rows if not lacks & set(isa)), default=0)  # no bf16 ISA: the fp32 rate
         if not best or cores <= 0:
             return None
         ghz = max(ghz, MAX_CPU_CLOCK_GHZ)
+        of = f"{processor[:60]!r}'s vendor" if lacks else "any instruction set"
         return Peak(cores * ghz * best / 1000, f"{cores} cores x {ghz:g} GHz (the fastest boost clock) x {best} "
-                                                f"FLOP/cycle (the most any instruction set does for {precision})")
+                                                f"FLOP/cycle (the most {of} does for {precision})")
 
 
 def _dtypes(precision: str) -> tuple[str, ...]:

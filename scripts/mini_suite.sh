@@ -6,9 +6,10 @@
 # Settings (environment):
 #   BENCHMARKS="resnet-mini lstm-mini"  a subset (default: every calibrated mini; 'trainmark list' names them)
 #   DEVICE=auto|cpu|cuda|cuda:1         passed as --device (default: auto, the accelerator the framework sees)
-#   PRECISION=auto|fp32|amp             passed as --precision (default: auto, amp for the minis whose rules carry
-#                                       an amp-bf16 calibration where the device computes bf16 in its own units,
-#                                       such as a CPU with AVX512-BF16 or AMX; fp32 otherwise; docs/calibration.md)
+#   PRECISION=auto|fp32|amp             passed as --precision (default: auto: amp for a mini whose rules carry an
+#                                       amp-bf16 calibration, where the device computes bf16 in its own units,
+#                                       such as a CPU with AVX512-BF16 or AMX; fp32 otherwise; each run's banner
+#                                       says which and why; docs/calibration.md)
 #   DATA_DIR=DIR                        the data under DIR, one folder per dataset: DIR/fashion-mnist,
 #                                       DIR/lstm-mini, DIR/transformer-mini, DIR/ds2-mini (passed as --data-dir)
 #   TRAINMARK_FSDD=DIR                  ds2-mini's FSDD recordings (else ../shared/datasets/fsdd, else a clone)
@@ -46,16 +47,13 @@ run_args=()   # the settings every mini's trainmark run shares
 [ -z "${SYSTEM_NAME:-}" ] || run_args+=(--system-name "$SYSTEM_NAME")
 [ -z "${SEED:-}" ] || run_args+=(--seed "$SEED")
 
-# The calibrated minis (their rules carry reference convergence points): "name trials dataset-folder amp" lines,
-# amp "amp" where the rules also carry a calibration of the reference in amp-bf16 (its curve band), else "fp32"
+# The calibrated minis (their rules carry reference convergence points): "name trials dataset-folder" lines
 CALIBRATED=$(py -c "
 from pathlib import Path
 from trainmark.rules import load_ruleset
-from trainmark.rules.convergence import band_for
 for n, r in load_ruleset().items():
     if r.data.get('size') == 'mini' and r.convergence['points']:
-        amp = 'amp' if band_for(r, r.defaults()['global_batch_size'], 'amp-bf16') else 'fp32'
-        print(n, r.trials, Path(r.dataset['default_dir']).name, amp)")
+        print(n, r.trials, Path(r.dataset['default_dir']).name)")
 ALL=$(echo "$CALIBRATED" | cut -d' ' -f1 | tr '\n' ' ')
 BENCHES=${BENCHMARKS:-$ALL}
 TOTAL=0
@@ -68,29 +66,8 @@ for bench in $BENCHES; do
   TOTAL=$((TOTAL + $(echo "$line" | cut -d' ' -f2)))
 done
 echo "mini suite: $BENCHES($TOTAL trials, device $DEVICE, into $OUT/submission)" >&2
-# PRECISION=auto: amp (bf16 autocast) for a mini whose rules calibrate it, where the device computes bf16 in its
-# own units; fp32 elsewhere (without bf16 units the kernels convert to fp32 and gain nothing)
-NATIVE_BF16=""
-if [ "$PRECISION" = auto ]; then
-  NATIVE_BF16=$(py -c "import sys
-from trainmark.harness.frameworks.pytorch_device import native_bf16, resolve
-print(native_bf16(resolve(sys.argv[1])) or '')" "$DEVICE")
-  amp_minis=$(for bench in $BENCHES; do echo "$CALIBRATED" | awk -v b="$bench" '$1 == b && $4 == "amp" {print $1}'; done \
-    | tr '\n' ' ')
-  if [ -z "$NATIVE_BF16" ]; then
-    echo "mini suite: precision fp32 (no bf16 units on this device; PRECISION=amp trains in bf16 autocast anyway)" >&2
-  elif [ -n "$amp_minis" ]; then
-    echo "mini suite: precision amp (bf16 autocast) for ${amp_minis}whose rules calibrate it, fp32 for the others;" \
-      "$NATIVE_BF16; PRECISION=fp32 trains all in fp32" >&2
-  else
-    echo "mini suite: precision fp32 (the rules calibrate none of these minis in amp)" >&2
-  fi
-fi
-precision_of() {  # precision_of BENCH: the --precision of its run
-  if [ "$PRECISION" != auto ]; then echo "$PRECISION"
-  elif [ -n "$NATIVE_BF16" ] && [ "$(echo "$CALIBRATED" | awk -v b="$1" '$1 == b {print $4}')" = amp ]; then echo amp
-  else echo fp32; fi
-}
+[ "$PRECISION" != auto ] || echo "mini suite: precision auto: amp (bf16 autocast) for a mini whose rules calibrate it" \
+  "where this device computes bf16 in its own units, fp32 for the others (each run's banner says which and why)" >&2
 
 # ds2-mini's recordings: $TRAINMARK_FSDD, else ../shared/datasets/fsdd, else a clone of FSDD's repository
 FSDD=${TRAINMARK_FSDD:-../shared/datasets/fsdd}
@@ -135,7 +112,7 @@ for bench in $BENCHES; do
   fi
   rc=0; mini_start=$(date +%s)
   { tm run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" --device "$DEVICE" \
-      --precision "$(precision_of "$bench")" "${data_args[@]}" \
+      --precision "$PRECISION" "${data_args[@]}" \
       "${run_args[@]}" ${RESUME:+--resume} 2>&1 1>&3 | suite_lines; } 3>&1 || rc=$?
   mini_done "$bench" "$mini_start"
   if [ "$rc" = 130 ]; then

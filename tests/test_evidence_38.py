@@ -163,6 +163,18 @@ def test_a_peak_raised_in_trial_json_is_work_006(tmp_path, capsys):
     assert rc == 1 and "WORK-006" in errors
 
 
+def test_an_amd_bf16_trials_peak_raised_below_amxs_bound_is_work_006(ex, capsys):
+    """10 TFLOPS is under 2 cores' AMX bound (12.7) but an EPYC has no AMX: its bound is AVX512-BF16's 1.59."""
+    import forge
+
+    bench = forge.bench_dir(ex)   # resnet-mini, trained in amp-bf16 on the described AMD EPYC
+    assert '"value": "amp-bf16"' in (bench / "result_1.txt").read_text()
+    forge.edit_json(bench / "trial_1" / "trial.json", lambda d: d.update(peak_tflops=10.0))
+    rc, errors, report = _check(ex, capsys)
+    assert rc == 1 and "WORK-006" in errors
+    assert any("'AMD EPYC''s vendor" in f["message"] for f in report["findings"] if f["rule"] == "WORK-006")
+
+
 def test_times_scaled_by_a_twentieth_with_the_peak_deleted_are_work_002_against_the_sourced_peak(tmp_path, capsys):
     """The peak is the described CPU's fp32 bound from rules/peaks.json (2 cores x 6.2 GHz x 64 FLOP/cycle, 0.79
     TFLOPS; the fp32 trial did about 0.065), so deleting trial.json's peak_tflops no longer switches WORK-002 off."""

@@ -26,6 +26,20 @@ def test_the_peak_of_a_described_device_and_of_a_cpu():
     assert abs(cpu.tflops - 2 * peaks.MAX_CPU_CLOCK_GHZ * 64 / 1000) < 1e-12   # AVX-512's 64 FLOP/cycle
 
 
+def test_a_cpu_bound_counts_only_what_its_vendor_ships():
+    """AMX (1024 bf16 FLOP/cycle) is Intel's: an AMD EPYC's bf16 bound is AVX512-BF16's 128, an Arm core's its
+    own sets; a name the table cannot place keeps the loosest bound."""
+    table = peaks.load()
+    clock = 2 * peaks.MAX_CPU_CLOCK_GHZ / 1000
+    assert table.cpu_peak(2, 2.6, "amp-bf16", "Intel(R) Xeon(R) Platinum 8480+").tflops == clock * 1024
+    assert table.cpu_peak(2, 2.6, "amp-bf16", "").tflops == clock * 1024
+    amd = table.cpu_peak(2, 2.6, "amp-bf16", "AMD EPYC 9R45")
+    assert amd.tflops == clock * 128 and "AMD EPYC 9R45" in amd.source
+    assert table.cpu_peak(2, 2.6, "fp32", "AMD EPYC").tflops == clock * 64     # AVX-512 is AMD's too
+    assert table.cpu_peak(2, 2.6, "amp-bf16", "AWS Graviton4 (Neoverse V2)").tflops == clock * 64   # SVE + bf16
+    assert table.cpu_peak(2, 2.6, "fp32", "Ampere Altra").tflops == clock * 32
+
+
 def test_reference_work_holds_what_a_reference_run_logged():
     """The FLOPs per sample the rules ship, times the batch, are the FLOPs per step the harness logged in the
     committed resnet-mini example (both are the project's FLOP counter)."""

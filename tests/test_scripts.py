@@ -52,19 +52,6 @@ def test_mini_suite_refuses_an_unknown_precision_before_any_run():
     assert "trial" not in done.stderr
 
 
-def test_mini_suite_trains_in_amp_only_where_the_rules_calibrate_it_and_the_device_has_bf16_units():
-    """precision_of (scripts/mini_suite.sh): PRECISION=auto picks amp per mini from its rules' amp-bf16 calibration
-    (the 4th column of CALIBRATED) and the device's bf16 units (NATIVE_BF16); fp32 or amp when asked."""
-    script = ("eval \"$(sed -n '/^precision_of() {/,/^}/p' scripts/mini_suite.sh)\"\n"
-              "CALIBRATED='resnet-mini 5 fashion-mnist amp\nds2-mini 5 ds2-mini fp32'\n"
-              "for p in auto fp32 amp; do for n in 'avx512_bf16' ''; do PRECISION=$p; NATIVE_BF16=$n\n"
-              "  echo \"$p/${n:-none}: $(precision_of resnet-mini) $(precision_of ds2-mini)\"; done; done\n")
-    done = _bash(script)
-    assert done.stdout.splitlines() == ["auto/avx512_bf16: amp fp32", "auto/none: fp32 fp32",
-                                        "fp32/avx512_bf16: fp32 fp32", "fp32/none: fp32 fp32",
-                                        "amp/avx512_bf16: amp amp", "amp/none: amp amp"], done.stderr
-
-
 def test_mini_suite_prints_the_suite_line_after_each_trial():
     """suite_lines (scripts/mini_suite.sh) passes a run's stderr on and counts its 'trial k of N:' lines."""
     fake_run = ('{ echo banner; echo "trial 1 of 2: converged after 5 epochs"; echo "  trial 2, epoch 1"; '

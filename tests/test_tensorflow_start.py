@@ -29,6 +29,20 @@ def test_start_up_noise_is_hidden_unless_verbose():
         assert "absl" in loud or "cuda" in loud.lower() or "oneDNN" in loud
 
 
+RETRACING = (IMPORT.format(module="trainmark.harness.frameworks.tensorflow_backend") + "\nimport tensorflow as tf\n"
+             "for n in range(12):\n    tf.function(lambda x: x * 2)(tf.zeros([n + 1]))\n")  # a function per call
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_tf_function_retracing_notes_are_shown_only_when_verbose(verbose):
+    """A Keras twin makes its evaluation's tf.function per trial: from the third trial on TensorFlow's Python
+    logger warned about retracing in every run's output, a note for TensorFlow's developers, not the user."""
+    env = {**os.environ, "TRAINMARK_VERBOSE": "1" if verbose else "0"}
+    err = subprocess.run([sys.executable, "-c", RETRACING], capture_output=True, text=True, env=env,
+                         timeout=600).stderr
+    assert ("retracing" in err) is verbose, err[-2000:]
+
+
 def test_amp_on_a_cpu_is_refused_before_anything_is_written(tmp_path, capsys):
     from trainmark.cli import main
 

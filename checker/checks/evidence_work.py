@@ -6,7 +6,7 @@ write (issue 38).
   are those per sample times the logged global batch (itself checked against the hyperparameter rules).
 - The peak comes from ``rules/peaks.json`` (the harness's sourced table, ``trainmark rules peaks``) for the
   accelerator the system description names, times the accelerators it declares; for a CPU system, the most
-  any instruction set reaches per cycle times its cores and clock. trial.json's ``peak_tflops`` is a copy.
+  its vendor's instruction sets reach per cycle times its cores and clock. trial.json's ``peak_tflops`` is a copy.
 
 A logged or submitted copy that disagrees with a derived figure is WORK-006. A peak the table lacks is
 WORK-007: WORK-002 was not judged (never a silent pass). A system description that names an accelerator for
@@ -143,7 +143,8 @@ def _peak(record: TrialRecord, events: list[Event], summary: dict | None, system
     else:
         cores = _int(system.get("host_processor_core_count")) * max(_int(system.get("host_processors_per_node")), 1) \
             * max(_int(system.get("number_of_nodes")), 1)
-        peak = table.cpu_peak(cores, _ghz(system.get("host_processor_frequency")), precision)
+        peak = table.cpu_peak(cores, _ghz(system.get("host_processor_frequency")), precision,
+                              str(system.get("host_processor_model_name", "")))
         what = "a CPU system without cores and clock in its description"
     if summary is not None and _number(summary.get(PEAK_KEY)) is None:
         _missing_peak(record, summary, system, what, findings)  # WORK-010, whether or not the table knows the system

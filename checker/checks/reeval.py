@@ -10,6 +10,11 @@ Which trials: ``EVERY`` (``check --reevaluate``), ``NONE`` (``--no-reevaluate``)
 one trial of each mini benchmark folder, drawn at random when the check runs (``secrets``, so a forger cannot
 know which trial to leave honest), when the benchmark's evaluation data is found (else REEVAL-005, an info
 saying why it was skipped). A full-size benchmark is re-evaluated only when asked: an hour per trial on a CPU.
+
+What this cannot prove: the precision a trial trained in. Autocast (amp-bf16) keeps fp32 master weights, so
+weights trained in bf16 score the same in fp32 (resnet-mini's example: logged 0.9199 under amp, 0.9202 in fp32,
+within the tolerance): a trial relabelled fp32 in every log and trial.json passes, as a consistently forged
+system description does. The precision stays the submitter's word; WORK-002's bound is the claimed precision's.
 """
 from __future__ import annotations
 

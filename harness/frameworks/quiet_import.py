@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
 import sys
 from types import ModuleType
@@ -41,8 +42,9 @@ def quiet_stderr() -> Iterator[None]:
 
 
 def import_quietly(name: str) -> ModuleType:
-    """``importlib.import_module(name)`` without the start-up noise; absl's Python logger kept to errors after it
-    (its warnings during a run are TensorFlow's, not the benchmark's), unless --verbose."""
+    """``importlib.import_module(name)`` without the start-up noise; absl's and TensorFlow's Python loggers kept to
+    errors after it (their warnings during a run, such as tf.function's retracing notes, are TensorFlow's, not the
+    benchmark's), unless --verbose."""
     if name in sys.modules:
         return sys.modules[name]
     if verbose():
@@ -53,4 +55,6 @@ def import_quietly(name: str) -> ModuleType:
     absl = sys.modules.get("absl.logging")
     if absl is not None:
         absl.set_verbosity(absl.ERROR)
+    if "tensorflow" in sys.modules:  # its own Python logger (tf.function's retracing notes) is not absl's
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
     return module

@@ -197,8 +197,11 @@ def run_arguments(p) -> None:
     train.add_argument("--framework", choices=list(backend.BACKENDS), default="pytorch",
                        help="the framework that trains the reference (default: %(default)s; tensorflow: "
                             "pip install -e '.[tensorflow]', docs/frameworks.md)")
-    train.add_argument("--precision", choices=["fp32", "amp"], default="fp32",
-                       help="fp32, or amp (bf16/fp16 autocast where the rules allow it) (default: fp32)")
+    train.add_argument("--precision", choices=["fp32", "amp", "auto"], default="fp32",
+                       help="fp32, amp (bf16/fp16 autocast where the rules allow it), or auto: amp where the rules "
+                            "calibrate this reference in amp-bf16 and the device computes bf16 in its own units "
+                            "(AVX512-BF16, AMX, a GPU's tensor cores), else fp32; the banner says which and why "
+                            "(default: fp32)")
     train.add_argument("--batch-size", type=int, help="global batch size")
     train.add_argument("--seed", type=int, help="base seed; trial k uses seed + k - 1 (default: random, logged)")
     train.add_argument("--data-dir", type=Path, help="dataset folder (default: the rules' default location)")
