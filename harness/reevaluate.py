@@ -14,7 +14,6 @@ checker chooses the trials and judges the metrics, this module only measures.
 """
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +78,7 @@ class Reevaluation:
     def evaluator(self, rules, framework: str, precision: str):
         """The evaluator of one benchmark under ``framework`` at ``precision``, built on first use."""
         from trainmark.harness.frameworks.backend import available, implements
+        from trainmark.harness.frameworks.quiet_import import import_quietly
         from trainmark.reference import registry
 
         key = (rules.name, rules.version, str(rules.path), framework, precision)
@@ -88,7 +88,7 @@ class Reevaluation:
             data_dir = self.data_dir(rules)
             start = time.perf_counter()
             module, _, cls = EVALUATORS[framework].partition(":")
-            kind = getattr(importlib.import_module(module), cls)
+            kind = getattr(import_quietly(module), cls)  # TensorFlow's start-up noise hidden, as in a run
             device = self.device if framework == "pytorch" else "cpu"  # TensorFlow runs on the CPU here
             self._evaluators[key] = kind(registry.for_rules(rules), rules, data_dir, device, precision)
             self.setup_seconds[key] = time.perf_counter() - start

@@ -16,9 +16,9 @@ from trainmark.format import mllog
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "submissions"
 SUBMITTER = SUBMISSIONS / "closed" / "trainmark"
 PREFIX = mllog.PREFIX
-PYTORCH_SYSTEM = "2xcpu-epyc-zen5"       # the mini suite's own output: the six PyTorch minis (rules 1.2; four in amp)
+PYTORCH_SYSTEM = "2xcpu-epyc-zen5"       # the mini suite's own output: five PyTorch minis (rules 1.2; four in amp)
 TENSORFLOW_SYSTEM = "2xcpu-epyc-zen5-tf"  # Keras twins of resnet, vgg, lstm and transformer-mini, on the same VM after
-# (the twins of inception-mini and ds2-mini are in 2xcpu-epyc-zen4-tf, from a Zen 4 VM, rules 1.2 as well)
+# (ds2-mini and its twin are in 2xcpu-epyc-zen3 and -zen3-tf, the inception-mini twin in 2xcpu-epyc-zen4-tf)
 
 
 def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str = PYTORCH_SYSTEM) -> Path:

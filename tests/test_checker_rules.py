@@ -403,18 +403,18 @@ def test_converge_001_closed_submission_too_fast(tmp_path):
 
 
 def test_converge_001_counts_epochs_not_evaluations(tmp_path):
-    """ds2-mini evaluates every second epoch: a trial that meets the target at the evaluation after
-    epoch 4 needed 4 epochs, as every reference seed did, though it logged 2 evaluations."""
+    """ds2-mini evaluates every fourth epoch: a trial that meets the target at the evaluation after
+    epoch 4 needed 4 epochs, as every reference seed did, though it logged 1 evaluation."""
     rules = get_rules("ds2-mini")
-    assert rules.evaluation["every_epochs"] == 2 and set(rules.convergence["points"][0]["epochs_to_target"]) == {4}
-    plans = [synthetic.TrialPlan(seed=2000 + k, metrics=[0.09, 0.03, 0.02, 0.005], epoch_s=38.0 + k, eval_every=2)
+    assert rules.evaluation["every_epochs"] == 4 and set(rules.convergence["points"][0]["epochs_to_target"]) == {4}
+    plans = [synthetic.TrialPlan(seed=2000 + k, metrics=[0.09, 0.03, 0.02, 0.005], epoch_s=38.0 + k, eval_every=4)
              for k in range(1, 6)]
     synthetic.write_submission(tmp_path, rules, synthetic.tiny_reference_model(), plans=plans)
     report = check_path(tmp_path, TINY)
     assert not [f for f in report.findings if f.rule.startswith(("CONVERGE", "SPREAD", "EPOCHLOG", "AGREE"))], \
         [f"{f.rule}: {f.message}" for f in report.findings]
-    plans = [synthetic.TrialPlan(seed=2000 + k, metrics=[0.09, 0.005], epoch_s=38.0 + k, eval_every=2)
-             for k in range(1, 6)]  # the same 2 evaluations after 2 epochs: faster than the reference allows
+    plans = [synthetic.TrialPlan(seed=2000 + k, metrics=[0.09, 0.005], epoch_s=38.0 + k, eval_every=4)
+             for k in range(1, 6)]  # one evaluation after 2 epochs (the last): faster than the reference allows
     synthetic.write_submission(tmp_path / "fast", rules, synthetic.tiny_reference_model(), plans=plans)
     assert assert_finding(check_path(tmp_path / "fast", TINY), "CONVERGE-001", BENCH.replace("resnet-mini", "ds2-mini"),
                           None).seen == "2.00"
