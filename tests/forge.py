@@ -20,6 +20,13 @@ PYTORCH_SYSTEM = "2xcpu-epyc-zen5"       # the mini suite's own output: five PyT
 TENSORFLOW_SYSTEM = "2xcpu-epyc-zen5-tf"  # Keras twins of resnet, vgg, lstm and transformer-mini, on the same VM after
 # (ds2-mini and its twin are in 2xcpu-epyc-zen3 and -zen3-tf, the inception-mini twin in 2xcpu-epyc-zen4-tf)
 
+PYTORCH_SYSTEM_OF = {"ds2-mini": "2xcpu-epyc-zen3"}   # re-made after ds2-mini's recipe changed (a Zen 3, by the suite)
+
+
+def pytorch_system(benchmark: str) -> str:
+    """The system folder that holds ``benchmark``'s PyTorch example."""
+    return PYTORCH_SYSTEM_OF.get(benchmark, PYTORCH_SYSTEM)
+
 
 def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str = PYTORCH_SYSTEM) -> Path:
     """A copy of one committed example as ``tmp_path/ex/closed/trainmark/...``; returns ``tmp_path/ex``."""

@@ -230,8 +230,9 @@ def test_a_sequence_minis_sizes_come_from_the_rules_too(tmp_path, capsys, benchm
 
     from trainmark.rules import reference_work
 
-    root = forge.example(tmp_path, benchmark)
-    result = forge.bench_dir(root, benchmark) / "result_1.txt"
+    system = forge.pytorch_system(benchmark)
+    root = forge.example(tmp_path, benchmark, system)
+    result = forge.bench_dir(root, benchmark, system) / "result_1.txt"
     logged = {r["key"]: r["value"] for r in forge.read_records(result) if r["key"] in ("train_samples", "eval_samples")}
     rules_version = forge.record(forge.read_records(result), "trainmark_rules_version")["value"]
     entry = reference_work.load(rules_version)[benchmark]
