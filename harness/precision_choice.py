@@ -20,9 +20,8 @@ def choose(rules, batch_size: int, framework: str, device) -> tuple[str, str]:
         return "fp32", f"auto: rules {rules.version} calibrate {implementation} at batch {batch_size} in fp32 only"
     from trainmark.harness.frameworks.pytorch_device import native_bf16
 
-    native = native_bf16(device)
-    if framework != "pytorch" and str(device).startswith("cpu"):
-        native = None   # a twin's amp runs on accelerators only (its backend refuses it on a CPU)
+    # a twin's amp runs on accelerators only (its backend refuses it on a CPU)
+    native = None if framework != "pytorch" and str(device).startswith("cpu") else native_bf16(device)
     if not native:
         return "fp32", "auto: no bf16 units on this device (--precision amp would emulate bf16 at fp32's speed)"
     return "amp", f"auto: rules {rules.version} calibrate {implementation} in {AMP_LABEL}, and {native}"

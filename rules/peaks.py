@@ -17,6 +17,7 @@ impossible" needs, and never below an honest run's own peak.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from trainmark.rules.ruleset import RULES_ROOT
 
 PEAKS_FILE = RULES_ROOT / "peaks.json"
 MAX_CPU_CLOCK_GHZ = 6.2   # the fastest boost clock of a shipping CPU (Intel Core i9-14900KS, 2024 datasheet)
+RECORD_CPU_CLOCK_GHZ = 9.2  # above the overclocking record (9.12 GHz, a Core i9-14900KF on liquid helium, 2024):
+#                             a described clock beyond it is not a clock, and would only loosen the bound
 MAX_NAME = 200   # a device name from a submission, clipped before any regex sees it
 # the dtypes a run's precision may execute in (fp32 on NVIDIA may run as tf32: the higher bounds it)
 PRECISION_DTYPES = {"fp32": ("fp32", "tf32"), "amp-bf16": ("bf16",), "amp-fp16": ("fp16",), "bf16": ("bf16",),
@@ -77,7 +80,7 @@ class PeakTable:
         best = max((fpc for isa, fpc in rows if not lacks & set(isa)), default=0)  # no bf16 ISA: the fp32 rate
         if not best or cores <= 0:
             return None
-        ghz = max(ghz, MAX_CPU_CLOCK_GHZ)
+        ghz = max(ghz, MAX_CPU_CLOCK_GHZ) if math.isfinite(ghz) and ghz <= RECORD_CPU_CLOCK_GHZ else MAX_CPU_CLOCK_GHZ
         of = f"{processor[:60]!r}'s vendor" if lacks else "any instruction set"
         return Peak(cores * ghz * best / 1000, f"{cores} cores x {ghz:g} GHz (the fastest boost clock) x {best} "
                                                 f"FLOP/cycle (the most {of} does for {precision})")

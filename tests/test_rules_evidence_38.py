@@ -38,6 +38,8 @@ def test_a_cpu_bound_counts_only_what_its_vendor_ships():
     assert table.cpu_peak(2, 2.6, "fp32", "AMD EPYC").tflops == clock * 64     # AVX-512 is AMD's too
     assert table.cpu_peak(2, 2.6, "amp-bf16", "AWS Graviton4 (Neoverse V2)").tflops == clock * 64   # SVE + bf16
     assert table.cpu_peak(2, 2.6, "fp32", "Ampere Altra").tflops == clock * 32
+    for absurd in (float("nan"), float("inf"), 99999.0):   # a described clock that would loosen the bound
+        assert table.cpu_peak(2, absurd, "amp-bf16", "AMD EPYC").tflops == clock * 128
 
 
 def test_reference_work_holds_what_a_reference_run_logged():
