@@ -47,16 +47,18 @@ run_args=()   # the settings every mini's trainmark run shares
 [ -z "${SYSTEM_NAME:-}" ] || run_args+=(--system-name "$SYSTEM_NAME")
 [ -z "${SEED:-}" ] || run_args+=(--seed "$SEED")
 
-# The calibrated minis (their rules carry reference convergence points): "name trials dataset-folder" lines
+# The calibrated minis (their rules carry reference convergence points): "name trials dataset-folder weight"
+# lines; the weight is the calibration's mean train seconds per trial (convergence.spread), which the ETA scales
 CALIBRATED=$(py -c "
 from pathlib import Path
 from trainmark.rules import load_ruleset
 for n, r in load_ruleset().items():
     if r.data.get('size') == 'mini' and r.convergence['points']:
-        print(n, r.trials, Path(r.dataset['default_dir']).name)")
+        t = (r.convergence.get('spread') or {}).get('train_time_s') or [60]
+        print(n, r.trials, Path(r.dataset['default_dir']).name, max(1, round(sum(t) / len(t))))")
 ALL=$(echo "$CALIBRATED" | cut -d' ' -f1 | tr '\n' ' ')
 BENCHES=${BENCHMARKS:-$ALL}
-TOTAL=0
+TOTAL=0; TOTAL_W=0   # trials, and their calibrated seconds
 for bench in $BENCHES; do
   line=$(echo "$CALIBRATED" | awk -v b="$bench" '$1 == b')
   if [ -z "$line" ]; then
@@ -64,6 +66,7 @@ for bench in $BENCHES; do
     exit 2
   fi
   TOTAL=$((TOTAL + $(echo "$line" | cut -d' ' -f2)))
+  TOTAL_W=$((TOTAL_W + $(echo "$line" | cut -d' ' -f2) * $(echo "$line" | cut -d' ' -f4)))
 done
 echo "mini suite: $BENCHES($TOTAL trials, device $DEVICE, into $OUT/submission)" >&2
 [ "$PRECISION" != auto ] || echo "mini suite: precision auto: amp (bf16 autocast) for a mini whose rules calibrate it" \
@@ -72,21 +75,22 @@ echo "mini suite: $BENCHES($TOTAL trials, device $DEVICE, into $OUT/submission)"
 # ds2-mini's recordings: $TRAINMARK_FSDD, else ../shared/datasets/fsdd, else a clone of FSDD's repository
 FSDD=${TRAINMARK_FSDD:-../shared/datasets/fsdd}
 FSDD_URL=https://github.com/Jakobovski/free-spoken-digit-dataset
-COUNT=$(mktemp); echo 0 > "$COUNT"
+COUNT=$(mktemp); echo 0 0 > "$COUNT"   # trials done, and their calibrated seconds
 SUITE_START=$(date +%s)
 
-# suite_lines: passes a run's messages on, and after each finished trial ("trial k of N: ...") prints the
-# suite's line with its ETA (the mean trial time so far times the trials left). Ctrl-C leaves it reading
-# until the run has printed its --resume line.
+# suite_lines W: passes a run's messages on, and after each finished trial ("trial k of N: ...") prints the
+# suite's line with its ETA: the time so far, scaled by the calibrated seconds of the trials left against those
+# of the trials done (W: this mini's per trial), so that a long mini run first does not inflate the rest.
+# Ctrl-C leaves it reading until the run has printed its --resume line.
 suite_lines() {
   trap '' INT
-  local line n elapsed
+  local line n w elapsed
   while IFS= read -r line || [ -n "$line" ]; do
     printf '%s\n' "$line" >&2
     if [[ $line =~ ^trial\ [0-9]+\ of\ [0-9]+:\  ]]; then
-      n=$(( $(cat "$COUNT") + 1 )); echo "$n" > "$COUNT"
+      read -r n w < "$COUNT"; n=$((n + 1)); w=$((w + $1)); echo "$n $w" > "$COUNT"
       elapsed=$(( $(date +%s) - SUITE_START ))
-      echo "mini suite: $n of $TOTAL trials done, $(hms $elapsed) running, ETA $(hms $(( elapsed * (TOTAL - n) / n )))" >&2
+      echo "mini suite: $n of $TOTAL trials done, $(hms $elapsed) running, ETA $(hms $(( elapsed * (TOTAL_W - w) / w )))" >&2
     fi
   done
 }
@@ -110,10 +114,10 @@ for bench in $BENCHES; do
       tm data prepare "$bench" "${data_args[@]}"
     fi
   fi
-  rc=0; mini_start=$(date +%s)
+  rc=0; mini_start=$(date +%s); weight=$(echo "$CALIBRATED" | awk -v b="$bench" '$1 == b {print $4}')
   { tm run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" --device "$DEVICE" \
       --precision "$PRECISION" "${data_args[@]}" \
-      "${run_args[@]}" ${RESUME:+--resume} 2>&1 1>&3 | suite_lines; } 3>&1 || rc=$?
+      "${run_args[@]}" ${RESUME:+--resume} 2>&1 1>&3 | suite_lines "$weight"; } 3>&1 || rc=$?
   mini_done "$bench" "$mini_start"
   if [ "$rc" = 130 ]; then
     echo "mini suite: interrupted; continue with: RESUME=1 INSTALL=0 BENCHMARKS=\"$BENCHES\" bash scripts/mini_suite.sh" >&2

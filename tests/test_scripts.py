@@ -52,21 +52,36 @@ def test_mini_suite_refuses_an_unknown_precision_before_any_run():
     assert "trial" not in done.stderr
 
 
-def test_mini_suite_prints_the_suite_line_after_each_trial():
-    """suite_lines (scripts/mini_suite.sh) passes a run's stderr on and counts its 'trial k of N:' lines."""
+def _suite_lines(weights_left: int) -> subprocess.CompletedProcess:
+    """suite_lines of scripts/mini_suite.sh on a fake run of 2 trials of calibrated weight 10, 100 s into a suite
+    of 4 trials whose other 2 weigh ``weights_left`` seconds together."""
     fake_run = ('{ echo banner; echo "trial 1 of 2: converged after 5 epochs"; echo "  trial 2, epoch 1"; '
                 'echo "trial 2 of 2: converged after 5 epochs"; } >&2; echo TABLE; exit 130')
     script = ("set -o pipefail\n"  # as mini_suite.sh runs: the run's status, not the filter's
               "hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60)); }\n"
               "eval \"$(sed -n '/^suite_lines() {/,/^}/p' scripts/mini_suite.sh)\"\n"
-              "COUNT=$(mktemp); echo 0 > $COUNT; TOTAL=4; SUITE_START=$(( $(date +%s) - 100 ))\n"
-              f"rc=0; {{ ( {fake_run} ) 2>&1 1>&3 | suite_lines; }} 3>&1 || rc=$?; rm -f $COUNT; echo rc=$rc\n")
-    done = _bash(script)
+              f"COUNT=$(mktemp); echo 0 0 > $COUNT; TOTAL=4; TOTAL_W={20 + weights_left}; "
+              "SUITE_START=$(( $(date +%s) - 100 ))\n"
+              f"rc=0; {{ ( {fake_run} ) 2>&1 1>&3 | suite_lines 10; }} 3>&1 || rc=$?; rm -f $COUNT; echo rc=$rc\n")
+    return _bash(script)
+
+
+def test_mini_suite_prints_the_suite_line_after_each_trial():
+    """suite_lines (scripts/mini_suite.sh) passes a run's stderr on and counts its 'trial k of N:' lines."""
+    done = _suite_lines(weights_left=20)
     assert done.stdout.split() == ["TABLE", "rc=130"]  # the run's stdout untouched, its exit status kept
     lines = done.stderr.splitlines()
     assert lines[:2] == ["banner", "trial 1 of 2: converged after 5 epochs"]
     assert lines[2].startswith("mini suite: 1 of 4 trials done, 0:01:4") and "ETA 0:05:" in lines[2]
     assert lines[5].startswith("mini suite: 2 of 4 trials done") and len(lines) == 6
+
+
+def test_the_suites_eta_weighs_the_trials_left_by_their_calibrated_time():
+    """After 1 trial of weight 10 in 100 s, 3 left weighing 10 + 2 x 80: 100 s x 170 / 10 = 28:20, not the
+    5:00 that counting trials would say."""
+    lines = _suite_lines(weights_left=160).stderr.splitlines()
+    assert lines[2].startswith("mini suite: 1 of 4 trials done, 0:01:4") and "ETA 0:28:" in lines[2], lines[2]
+    assert "ETA 0:13:" in lines[5], lines[5]   # 2 done (weight 20), 160 left: 100 s x 8
 
 
 def test_mini_suite_names_each_minis_run_time_at_the_end():
@@ -82,3 +97,37 @@ def test_mini_suite_names_each_minis_run_time_at_the_end():
     assert re.fullmatch(r"mini suite: each mini's trainmark run \(h:mm:ss\): resnet-mini 0:0(8:59|9:00), "
                         r"lstm-mini 0:01:0[12]", lines[0]), lines[0]   # a second may tick between the date calls
     assert lines[1].startswith("mini suite: wall time 0:11:4") and lines[1].endswith("no install), exit status 3")
+
+
+def test_the_suite_runs_each_mini_with_its_settings_and_ends_with_the_checks_verdict(tmp_path):
+    """mini_suite.sh end to end with trainmark's run, data, report and check faked (a Python wrapper that answers
+    them and hands everything else to the real interpreter): the rules' trials counted over two minis, each run's
+    settings passed on, each mini's run time and the wall time printed, the check's exit status the job's."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f"""#!/usr/bin/env bash
+case " $* " in
+  *" -m trainmark run "*) echo "$*" >> {calls}
+    for k in 1 2 3 4 5; do echo "trial $k of 5: converged after 3 epochs" >&2; done; exit 0 ;;
+  *" -m trainmark data "*|*" -m trainmark report "*) exit 0 ;;
+  *" -m trainmark check "*) echo "$*" >> {calls}; echo "FAIL: 1 error(s)"; exit 1 ;;
+esac
+exec {sys.executable} "$@"
+""")
+    fake.chmod(0o755)
+    done = subprocess.run(["bash", "scripts/mini_suite.sh"], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)},
+                               "PYTHON": str(fake), "INSTALL": "0", "BENCHMARKS": "lstm-mini resnet-mini",
+                               "OUT": str(tmp_path / "out"), "SEED": "7", "SYSTEM_NAME": "box", "PRECISION": "fp32"})
+    assert done.returncode == 1, done.stderr          # the check's verdict, though every run succeeded
+    runs = calls.read_text().splitlines()
+    assert [line.split(" run ")[1].split()[0] for line in runs[:2]] == ["lstm-mini", "resnet-mini"]
+    for line in runs[:2]:
+        assert "--precision fp32" in line and "--seed 7" in line and "--system-name box" in line, line
+    assert " check " in runs[2] and str(tmp_path / "out" / "submission") in runs[2]
+    suite = [line for line in done.stderr.splitlines() if line.startswith("mini suite: ")]
+    assert sum(" trials done, " in line for line in suite) == 10
+    assert any(line.startswith("mini suite: 10 of 10 trials done") for line in suite)
+    assert any(re.fullmatch(r"mini suite: each mini's trainmark run \(h:mm:ss\): lstm-mini 0:00:0\d, "
+                            r"resnet-mini 0:00:0\d", line) for line in suite), suite
+    assert suite[-1].startswith("mini suite: wall time 0:00:") and suite[-1].endswith("exit status 1")
