@@ -80,7 +80,7 @@ class PeakTable:
         best = max((fpc for isa, fpc in rows if not lacks & set(isa)), default=0)  # no bf16 ISA: the fp32 rate
         if not best or cores <= 0:
             return None
-        ghz = max(ghz, MAX_CPU_CLOCK_GHZ) if math.isfinite(ghz) and ghz <= RECORD_CPU_CLOCK_GHZ else MAX_CPU_CLOCK_GHZ
+        ghz = ghz if math.isfinite(ghz) and MAX_CPU_CLOCK_GHZ < ghz <= RECORD_CPU_CLOCK_GHZ else MAX_CPU_CLOCK_GHZ
         of = f"{processor[:60]!r}'s vendor" if lacks else "any instruction set"
         return Peak(cores * ghz * best / 1000, f"{cores} cores x {ghz:g} GHz (the fastest boost clock) x {best} "
                                                 f"FLOP/cycle (the most {of} does for {precision})")

@@ -65,8 +65,8 @@ for bench in $BENCHES; do
     echo "mini suite: BENCHMARKS: $bench is not a calibrated mini benchmark; choose from: $ALL" >&2
     exit 2
   fi
-  TOTAL=$((TOTAL + $(echo "$line" | cut -d' ' -f2)))
-  TOTAL_W=$((TOTAL_W + $(echo "$line" | cut -d' ' -f2) * $(echo "$line" | cut -d' ' -f4)))
+  read -r _ trials _ weight <<< "$line"
+  TOTAL=$((TOTAL + trials)); TOTAL_W=$((TOTAL_W + trials * weight))
 done
 echo "mini suite: $BENCHES($TOTAL trials, device $DEVICE, into $OUT/submission)" >&2
 [ "$PRECISION" != auto ] || echo "mini suite: precision auto: amp (bf16 autocast) for a mini whose rules calibrate it" \
@@ -97,10 +97,9 @@ suite_lines() {
 
 runs_failed=""
 for bench in $BENCHES; do
+  read -r _ _ folder weight <<< "$(echo "$CALIBRATED" | awk -v b="$bench" '$1 == b')"
   data_args=()
-  if [ -n "${DATA_DIR:-}" ]; then
-    data_args=(--data-dir "$DATA_DIR/$(echo "$CALIBRATED" | awk -v b="$bench" '$1 == b {print $3}')")
-  fi
+  [ -z "${DATA_DIR:-}" ] || data_args=(--data-dir "$DATA_DIR/$folder")
   # minis built from a source (KJV, FSDD, sword modules) are prepared once, untimed, and verified
   if ! tm data verify "$bench" "${data_args[@]}" >/dev/null 2>&1; then
     if [ "$bench" = ds2-mini ]; then
@@ -114,7 +113,7 @@ for bench in $BENCHES; do
       tm data prepare "$bench" "${data_args[@]}"
     fi
   fi
-  rc=0; mini_start=$(date +%s); weight=$(echo "$CALIBRATED" | awk -v b="$bench" '$1 == b {print $4}')
+  rc=0; mini_start=$(date +%s)
   { tm run "$bench" --out "$OUT/submission" --submitter "$SUBMITTER" --device "$DEVICE" \
       --precision "$PRECISION" "${data_args[@]}" \
       "${run_args[@]}" ${RESUME:+--resume} 2>&1 1>&3 | suite_lines "$weight"; } 3>&1 || rc=$?

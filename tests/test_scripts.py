@@ -115,10 +115,8 @@ esac
 exec {sys.executable} "$@"
 """)
     fake.chmod(0o755)
-    done = subprocess.run(["bash", "scripts/mini_suite.sh"], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)},
-                               "PYTHON": str(fake), "INSTALL": "0", "BENCHMARKS": "lstm-mini resnet-mini",
-                               "OUT": str(tmp_path / "out"), "SEED": "7", "SYSTEM_NAME": "box", "PRECISION": "fp32"})
+    done = _bash("bash scripts/mini_suite.sh", PYTHON=str(fake), INSTALL="0", BENCHMARKS="lstm-mini resnet-mini",
+                 OUT=str(tmp_path / "out"), SEED="7", SYSTEM_NAME="box", PRECISION="fp32")
     assert done.returncode == 1, done.stderr          # the check's verdict, though every run succeeded
     runs = calls.read_text().splitlines()
     assert [line.split(" run ")[1].split()[0] for line in runs[:2]] == ["lstm-mini", "resnet-mini"]
