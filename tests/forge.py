@@ -16,11 +16,13 @@ from trainmark.format import mllog
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "submissions"
 SUBMITTER = SUBMISSIONS / "closed" / "trainmark"
 PREFIX = mllog.PREFIX
-PYTORCH_SYSTEM = "2xcpu-epyc-zen5"       # the mini suite's own output: five PyTorch minis (rules 1.2; four in amp)
-TENSORFLOW_SYSTEM = "2xcpu-epyc-zen5-tf"  # Keras twins of resnet, vgg, lstm and transformer-mini, on the same VM after
-# (ds2-mini and its twin are in 2xcpu-epyc-zen3 and -zen3-tf, the inception-mini twin in 2xcpu-epyc-zen4-tf)
+PYTORCH_SYSTEM = "2xcpu-epyc-zen3"       # resnet-mini and ds2-mini by the mini suite on a Zen 3 (rules 1.2, fp32)
+TENSORFLOW_SYSTEM = "2xcpu-epyc-zen3-tf"  # their Keras twins, on the same VM after
+# (the suite's other four PyTorch minis are in 2xcpu-epyc-zen5, three of them in amp; the Keras twins of vgg, lstm and
+# transformer-mini in 2xcpu-epyc-zen5-tf, inception-mini's in 2xcpu-epyc-zen4-tf)
 
-PYTORCH_SYSTEM_OF = {"ds2-mini": "2xcpu-epyc-zen3"}   # re-made after ds2-mini's recipe changed (a Zen 3, by the suite)
+PYTORCH_SYSTEM_OF = {benchmark: "2xcpu-epyc-zen5"   # the Zen 5 suite's minis whose rule file has not changed since
+                     for benchmark in ("inception-mini", "lstm-mini", "transformer-mini", "vgg-mini")}
 
 
 def pytorch_system(benchmark: str) -> str:
@@ -28,8 +30,10 @@ def pytorch_system(benchmark: str) -> str:
     return PYTORCH_SYSTEM_OF.get(benchmark, PYTORCH_SYSTEM)
 
 
-def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str = PYTORCH_SYSTEM) -> Path:
-    """A copy of one committed example as ``tmp_path/ex/closed/trainmark/...``; returns ``tmp_path/ex``."""
+def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str | None = None) -> Path:
+    """A copy of one committed example (by default ``benchmark``'s PyTorch one) as ``tmp_path/ex/closed/trainmark/...``;
+    returns ``tmp_path/ex``."""
+    system = system or pytorch_system(benchmark)
     root = tmp_path / "ex"
     dest = root / "closed" / "trainmark"
     (dest / "systems").mkdir(parents=True)
@@ -40,8 +44,8 @@ def example(tmp_path: Path, benchmark: str = "resnet-mini", system: str = PYTORC
     return root
 
 
-def bench_dir(root: Path, benchmark: str = "resnet-mini", system: str = PYTORCH_SYSTEM) -> Path:
-    return root / "closed" / "trainmark" / "results" / system / benchmark
+def bench_dir(root: Path, benchmark: str = "resnet-mini", system: str | None = None) -> Path:
+    return root / "closed" / "trainmark" / "results" / (system or pytorch_system(benchmark)) / benchmark
 
 
 def check(root: Path, capsys, *extra: str) -> tuple[int, dict]:

@@ -10,7 +10,8 @@ import pytest
 from trainmark.checker.check import check_path
 
 MLPERF_FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"
-FP32_BENCH = "inception-mini"   # the suite trains resnet-mini in amp-bf16, whose CPU bound is far higher
+FP32_BENCH = "inception-mini"   # an fp32 example on the Zen 5, beside the amp-bf16 ones
+AMP_BENCH = "vgg-mini"          # the Zen 5 suite trained it in amp-bf16, whose CPU bound is far higher
 
 
 @pytest.mark.skipif(not MLPERF_FIXTURE.is_dir(), reason="needs ../shared/fixtures/mlperf-training-v4.0")
@@ -163,11 +164,12 @@ def test_a_peak_raised_in_trial_json_is_work_006(tmp_path, capsys):
     assert rc == 1 and "WORK-006" in errors
 
 
-def test_an_amd_bf16_trials_peak_raised_below_amxs_bound_is_work_006(ex, capsys):
+def test_an_amd_bf16_trials_peak_raised_below_amxs_bound_is_work_006(tmp_path, capsys):
     """10 TFLOPS is under 2 cores' AMX bound (12.7) but an EPYC has no AMX: its bound is AVX512-BF16's 1.59."""
     import forge
 
-    bench = forge.bench_dir(ex)   # resnet-mini, trained in amp-bf16 on the described AMD EPYC
+    ex = forge.example(tmp_path, AMP_BENCH)
+    bench = forge.bench_dir(ex, AMP_BENCH)   # trained in amp-bf16 on the described AMD EPYC (Zen 5)
     assert '"value": "amp-bf16"' in (bench / "result_1.txt").read_text()
     forge.edit_json(bench / "trial_1" / "trial.json", lambda d: d.update(peak_tflops=10.0))
     rc, errors, report = _check(ex, capsys)

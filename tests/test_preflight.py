@@ -83,13 +83,14 @@ def test_a_batch_outside_the_calibrated_range_is_refused_before_anything_is_writ
     from trainmark.cli import main
 
     out = tmp_path / "out"
-    assert main(["run", "resnet-mini", "--batch-size", "64", "--out", str(out)]) == 2  # rules 1.2: 128 alone
-    err = capsys.readouterr().err
-    assert "CONVERGE-003" in err and "128-128" in err and "[128, 128]" in err and "nothing was written" in err
-    rules = synthetic.two_point_rules(tmp_path / "rules")  # rules 1.1's points: 128 and 256
-    assert main(["run", "resnet-mini", "--batch-size", "64", "--out", str(out), "--rules-dir", str(rules)]) == 2
+    assert main(["run", "resnet-mini", "--batch-size", "64", "--out", str(out)]) == 2  # rules 1.2: 128 and 256
     err = capsys.readouterr().err
     assert "CONVERGE-003" in err and "128-256" in err and "[128, 256]" in err and "nothing was written" in err
+    rules = synthetic.two_point_rules(tmp_path / "rules")  # rules 1.1's points: 128 and 256
+    for batch in ("64", "512"):
+        assert main(["run", "resnet-mini", "--batch-size", batch, "--out", str(out), "--rules-dir", str(rules)]) == 2
+        err = capsys.readouterr().err
+        assert "CONVERGE-003" in err and "128-256" in err and "[128, 256]" in err and "nothing was written" in err
     assert not out.exists()
 
 
@@ -117,9 +118,9 @@ def test_rules_show_prints_the_calibrated_range(capsys):
     assert main(["rules", "show", "resnet-mini"]) == 0
     text = capsys.readouterr().out
     block = text[text.index("  global_batch_size:"):].split("\n  opt_name:")[0]
-    assert "closed: free" not in block and "pytorch: [128, 128]" in block and "tensorflow: " in block
-    assert "the calibrated range only: pytorch 128, tensorflow " in (Path(__file__).parents[1] / "docs" / "rules.md"
-                                                                     ).read_text(encoding="utf-8")
+    assert "closed: free" not in block and "pytorch: [128, 256]" in block and "tensorflow: [128, 256]" in block
+    rules_md = (Path(__file__).parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert "the calibrated range only: pytorch 128 to 256, tensorflow 128 to 256" in rules_md
 
 
 def test_interrupted_attempts_are_part_of_the_format(tmp_path):
