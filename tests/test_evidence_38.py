@@ -102,7 +102,7 @@ def test_a_measured_domains_power_column_renamed_is_energy_007(tmp_path, capsys)
     rc, errors, report = _check(root, capsys)
     assert rc == 1 and "ENERGY-007" in errors
     assert [f["file"] for f in report["findings"] if f["rule"] == "ENERGY-007"] == [
-        f"closed/trainmark/results/{forge.PYTORCH_SYSTEM}/{BENCH}/trial_3/telemetry.csv"]
+        f"closed/trainmark/results/{forge.pytorch_system(BENCH)}/{BENCH}/trial_3/telemetry.csv"]
 
 
 def test_a_measured_domain_declared_out_of_the_total_is_energy_008(tmp_path, capsys):

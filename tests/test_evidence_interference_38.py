@@ -2,7 +2,7 @@
 epoch on a quiet machine stays WORK-003, both rebuilt from the committed resnet-mini example (tests/forge.py).
 
 The example ran on a quiet VM, so ``stretch`` makes trial 2 look like a run whose epochs 1 and 2 of its 3 (rules
-1.2) were slowed 2.5-fold (every later record moved, summaries recomputed) and ``telemetry`` rewrites its
+1.2) were slowed 3.5-fold (every later record moved, summaries recomputed) and ``telemetry`` rewrites its
 telemetry.csv as the sampler writes it (a row a second, one at each epoch's end and at run_stop) with the other
 processes' CPU share of each window.
 """
@@ -12,9 +12,10 @@ import forge
 import pytest
 
 SLOWED = (1, 2)  # epoch 3 runs at its own pace: next to the slowed two it looks cut
+# (3.5-fold: the example's own epochs differ by up to a third, and WORK-003 wants one under half the median)
 
 
-def stretch(records: list[dict], epochs=SLOWED, factor: float = 2.5) -> None:
+def stretch(records: list[dict], epochs=SLOWED, factor: float = 3.5) -> None:
     """Each of ``epochs`` made ``factor`` times as long, every later record moved by the difference."""
     for epoch in epochs:
         start = forge.record(records, "epoch_start", epoch)["time_ms"]
