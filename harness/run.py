@@ -38,7 +38,7 @@ from trainmark.harness.progress import TrialProgress, banner, say, trial_line
 from trainmark.harness.timeline import Timeline
 from trainmark.harness.trial import TrialConfig, TrialInterrupted, TrialResult, run_trial
 from trainmark.reference import registry
-from trainmark.rules import LATEST_VERSION, admissible, get_rules
+from trainmark.rules import LATEST_VERSION, admissible, convergence, get_rules
 from trainmark.rules.datasets import resolve_data_dir, verify_for
 
 
@@ -655,6 +655,11 @@ def announce(prep: Prepared, start_at: int, base_seed: int) -> None:
                        batch_size=prep.hp["global_batch_size"], trials=prep.trials,
                        first_trial=start_at, base_seed=base_seed, out=prep.bench_dir, size=_model_size(prep)):
         say(line)
+    changed = convergence.recipe_changes(rules, prep.hp, opts.framework) if opts.division == "closed" else []
+    if changed:  # allowed, but the epochs this run is judged against were measured with the point's values
+        say(f"  note: rules {rules.version}'s convergence point at global batch {prep.hp['global_batch_size']} was "
+            f"calibrated with other values ({'; '.join(changed)}): its epochs to target may not be this run's; "
+            f"`trainmark rules show {rules.name}` prints the point's command")
 
 
 def run_one_trial(prep: Prepared, cfg: TrialConfig, data, meter, progress: TrialProgress,

@@ -13,9 +13,12 @@ within the union of its neighbours' ranges, never narrower than either.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from statistics import mean, stdev
 from typing import Any
+
+import yaml
 
 from trainmark.rules.reference_code import implementation_of
 from trainmark.rules.ruleset import BenchmarkRules
@@ -128,3 +131,36 @@ def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: An
         return {}
     low, high = bands[max(below)], bands[min(above)]
     return {e: (min(low[e][0], high[e][0]), max(low[e][1], high[e][1])) for e in sorted(low.keys() & high.keys())}
+
+
+def calibrated_recipe(rules: BenchmarkRules, global_batch_size: int,
+                      framework: str) -> tuple[dict[str, Any], str] | None:
+    """The hyperparameters of the convergence point at exactly this batch size (this framework's implementation)
+    and the command that measured it: the rules' defaults with that command's ``--hparam KEY=VALUE`` pairs (a point
+    without a command ran the rules' ``convergence.command``). None when no point sits at this batch. Commands are
+    the rules' own data, never a submission's."""
+    implementation = implementation_of(rules, framework)
+    for point in rules.convergence["points"]:
+        if (point.get("implementation", implementation_of(rules, None)) == implementation
+                and point.get("global_batch_size") == global_batch_size):
+            command = point.get("command") or rules.convergence.get("command") or ""
+            recipe = {**rules.defaults(), "global_batch_size": global_batch_size}
+            tokens = shlex.split(command)
+            for flag, pair in zip(tokens, tokens[1:]):
+                key, sep, value = pair.partition("=")
+                if flag == "--hparam" and sep and key in recipe:
+                    recipe[key] = yaml.safe_load(value)
+            return recipe, command
+    return None
+
+
+def recipe_changes(rules: BenchmarkRules, hp: dict[str, Any], framework: str) -> list[str]:
+    """What a run changes against the convergence point at its batch size (``opt_base_learning_rate 0.2, the
+    point's 0.4``): allowed in the closed division within the rules' ranges, but that point's epochs were measured
+    with the point's values. Empty when nothing differs or no point sits at this batch."""
+    found = calibrated_recipe(rules, hp.get("global_batch_size"), framework)
+    if found is None:
+        return []
+    recipe, _ = found
+    return [f"{key} {hp[key]}, the point's {recipe[key]}" for key in sorted(recipe)
+            if key in hp and hp[key] != recipe[key]]

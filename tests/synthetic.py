@@ -35,8 +35,9 @@ class TrialPlan:
 
 def two_point_rules(folder: Path) -> Path:
     """A rules folder whose latest version is rules 1.1's resnet-mini: convergence points at global batches 128
-    and 256 (every seed in epoch 5), for the tests of judging between and outside calibrated batch sizes (rules
-    1.2's resnet-mini is calibrated at 128 alone). Returns the folder, for ``rules_root`` / ``--rules-dir``."""
+    and 256 (every seed in epoch 5), for the tests of judging between and outside calibrated batch sizes on values
+    that stay put (rules 1.2's resnet-mini has both points too, since 2026-12-06). Returns the folder, for
+    ``rules_root`` / ``--rules-dir``."""
     import yaml
 
     from trainmark.rules.ruleset import LATEST_VERSION, RULES_ROOT

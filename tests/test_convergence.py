@@ -48,3 +48,27 @@ def test_shipped_rules_pass_their_own_reference_runs():
     for p in r.convergence["points"]:
         assert len(p["epochs_to_target"]) >= 2 * r.trials
         assert convergence.check(r.convergence["points"], p["global_batch_size"], p["epochs_to_target"]).ok
+
+
+def test_a_convergence_points_recipe_is_read_from_its_command():
+    """resnet-mini's batch-256 points ran at the peak rate scaled to 0.4 (their commands say so); the default point
+    at 128 ran the defaults; between points there is no single recipe."""
+    rules = get_rules("resnet-mini", "1.2")
+    for framework in ("pytorch", "tensorflow"):
+        recipe, command = convergence.calibrated_recipe(rules, 256, framework)
+        assert recipe["opt_base_learning_rate"] == 0.4 and recipe["global_batch_size"] == 256 and "256" in command
+        assert convergence.calibrated_recipe(rules, 128, framework)[0]["opt_base_learning_rate"] == 0.2
+        assert convergence.calibrated_recipe(rules, 192, framework) is None
+    at_256 = {**rules.defaults(), "global_batch_size": 256}
+    assert convergence.recipe_changes(rules, at_256, "pytorch") == ["opt_base_learning_rate 0.2, the point's 0.4"]
+    assert convergence.recipe_changes(rules, {**at_256, "opt_base_learning_rate": 0.4}, "pytorch") == []
+
+
+def test_every_benchmarks_defaults_are_its_default_points_recipe():
+    """A run with the rules' defaults is told nothing: each calibrated benchmark's defaults are what its point at the
+    default batch ran (a rule file whose defaults drifted from its calibration command fails here)."""
+    from trainmark.rules import LATEST_VERSION, load_ruleset
+
+    for name, rules in load_ruleset(LATEST_VERSION).items():
+        for framework in rules.implementations:
+            assert convergence.recipe_changes(rules, rules.defaults(), framework) == [], (name, framework)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -153,3 +154,25 @@ def test_help_documents_the_exit_codes_that_happen():
     text = " ".join(sub.choices["run"].description.split())
     assert re.search(r"Exit status: 0 every trial finished .*; 1 a trial crashed, or more trials missed the target "
                      r"than the rules allow .*; 2 a wrong call.*; 130 interrupted by Ctrl-C", text), text
+
+
+def test_a_run_off_its_convergence_points_recipe_says_so_in_the_banner(tmp_path, capsys):
+    """A closed run may set the peak rate anywhere in the rules' range, but the point its epochs are judged against
+    was measured with its own: the banner names both values; a run at the point's rate is told nothing."""
+    import yaml
+
+    rules = tmp_path / "rules"
+    shutil.copytree(TEST_RULES, rules)
+    path = rules / "1.2" / "tiny-test.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    command = "trainmark calibrate tiny-test --batch-size 32 --hparam opt_base_learning_rate=0.8"
+    data["convergence"]["points"] = [{"global_batch_size": 32, "epochs_to_target": [1] * 10, "command": command}]
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    args = ["run", "tiny-test", "--rules-dir", str(rules), "--submitter", "ci", "--system-name", "box",
+            "--telemetry-hz", "0", "--trials", "1"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert ("convergence point at global batch 32 was calibrated with other values (opt_base_learning_rate 0.5, the "
+            "point's 0.8)") in err and "trainmark rules show tiny-test" in err
+    assert main([*args, "--out", str(tmp_path / "b"), "--hparam", "opt_base_learning_rate=0.8"]) == 0
+    assert "calibrated with other values" not in capsys.readouterr().err
