@@ -60,9 +60,7 @@ def precision_labels(rules: BenchmarkRules) -> list[str]:
 def batch_range(rules: BenchmarkRules, implementation: str) -> tuple[int, int] | None:
     """The smallest and largest global batch size the rules' convergence points of ``implementation`` judge
     (``resnet-mini``, ``resnet-mini@tensorflow``); None when it has none."""
-    points = [p for p in rules.convergence["points"]
-              if p.get("implementation", implementation_of(rules, None)) == implementation]
-    kept = convergence.ref_points(points)
+    kept = convergence.ref_points(convergence.points_of(rules, implementation))
     return (kept[0].batch_size, kept[-1].batch_size) if kept else None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from trainmark.errors import UserError
 from trainmark.rules.reference_code import implementation_of
 from trainmark.rules.ruleset import BenchmarkRules
 
@@ -133,23 +134,31 @@ def band_for(rules: BenchmarkRules | None, global_batch_size: Any, precision: An
     return {e: (min(low[e][0], high[e][0]), max(low[e][1], high[e][1])) for e in sorted(low.keys() & high.keys())}
 
 
+
+def points_of(rules: BenchmarkRules, implementation: str) -> list[dict]:
+    """The rules' convergence points of one implementation (a point without one is the PyTorch reference's)."""
+    default = implementation_of(rules, None)
+    return [p for p in rules.convergence["points"] if p.get("implementation", default) == implementation]
+
 def calibrated_recipe(rules: BenchmarkRules, global_batch_size: int,
                       framework: str) -> tuple[dict[str, Any], str] | None:
     """The hyperparameters of the convergence point at exactly this batch size (this framework's implementation)
     and the command that measured it: the rules' defaults with that command's ``--hparam KEY=VALUE`` pairs (a point
     without a command ran the rules' ``convergence.command``). None when no point sits at this batch. Commands are
     the rules' own data, never a submission's."""
-    implementation = implementation_of(rules, framework)
-    for point in rules.convergence["points"]:
-        if (point.get("implementation", implementation_of(rules, None)) == implementation
-                and point.get("global_batch_size") == global_batch_size):
+    for point in points_of(rules, implementation_of(rules, framework)):
+        if point.get("global_batch_size") == global_batch_size:
             command = point.get("command") or rules.convergence.get("command") or ""
             recipe = {**rules.defaults(), "global_batch_size": global_batch_size}
-            tokens = shlex.split(command)
-            for flag, pair in zip(tokens, tokens[1:]):
-                key, sep, value = pair.partition("=")
-                if flag == "--hparam" and sep and key in recipe:
-                    recipe[key] = yaml.safe_load(value)
+            try:
+                tokens = shlex.split(command)
+                for flag, pair in zip(tokens, tokens[1:]):
+                    key, sep, value = pair.partition("=")
+                    if flag == "--hparam" and sep and key in recipe:
+                        recipe[key] = yaml.safe_load(value)
+            except (ValueError, yaml.YAMLError) as e:
+                raise UserError(f"{rules.path}: convergence point at global batch {global_batch_size}: its command "
+                                f"{command[:200]!r} cannot be read ({str(e).splitlines()[0]})") from None
             return recipe, command
     return None
 

@@ -72,3 +72,25 @@ def test_every_benchmarks_defaults_are_its_default_points_recipe():
     for name, rules in load_ruleset(LATEST_VERSION).items():
         for framework in rules.implementations:
             assert convergence.recipe_changes(rules, rules.defaults(), framework) == [], (name, framework)
+
+
+@pytest.mark.parametrize("hparam", ['"opt_base_learning_rate=0.4', "opt_base_learning_rate=[0.4"])
+def test_a_point_command_that_cannot_be_read_is_an_error_naming_the_rule_file(tmp_path, hparam):
+    """An unbalanced quote or an unreadable value in a (--rules-dir) rule file's point command: one line naming the
+    file and the point, never a traceback."""
+    import shutil
+
+    import yaml
+
+    from trainmark.errors import UserError
+    from trainmark.rules.ruleset import RULES_ROOT
+
+    shutil.copytree(RULES_ROOT / "1.2", tmp_path / "1.2")
+    path = tmp_path / "1.2" / "resnet-mini.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["convergence"]["points"][1]["command"] = f"trainmark calibrate resnet-mini --hparam {hparam}"
+    path.write_text(yaml.safe_dump(data))
+    rules = get_rules("resnet-mini", "1.2", rules_root=tmp_path)
+    with pytest.raises(UserError, match=r"resnet-mini\.yaml: convergence point at global batch 256: its command"):
+        convergence.recipe_changes(rules, {**rules.defaults(), "global_batch_size": 256}, "pytorch")
+    assert convergence.recipe_changes(rules, rules.defaults(), "pytorch") == []   # the other points still read

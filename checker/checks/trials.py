@@ -214,7 +214,7 @@ def check_convergence(ev: BenchmarkEvidence, judged: Judgement, findings: Findin
 
 def _judge_group(implementation: str, batch: int, group: list[TrialRecord], where: str, folder_rel: str,
                  rules: BenchmarkRules, findings: Findings) -> None:
-    points = points_of(rules, implementation)
+    points = convergence.points_of(rules, implementation)
     if not points:
         findings.add(CONVERGE_003, folder_rel, where + f"no reference convergence points for {implementation}: "
                      "its epochs to target cannot be judged",
@@ -236,12 +236,6 @@ def _judge_group(implementation: str, batch: int, group: list[TrialRecord], wher
         findings.add(CONVERGE_001, folder_rel, where + verdict.message,
                      expected=f">= {verdict.min_allowed:.2f} epochs (olympic mean)",
                      seen=f"{verdict.submission_mean:.2f}")
-
-
-def points_of(rules: BenchmarkRules, implementation: str) -> list[dict]:
-    """The rules' convergence points of one implementation (a point without one is the PyTorch reference's)."""
-    default = implementation_of(rules, None)
-    return [p for p in rules.convergence["points"] if p.get("implementation", default) == implementation]
 
 
 def implementations(rules: BenchmarkRules) -> set[str]:
