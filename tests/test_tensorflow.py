@@ -21,8 +21,10 @@ FULL_SIZE_IMAGENET = ["resnet50", "vgg16", "inception-v3"]  # reference/keras_tw
 FULL_SIZE = [*FULL_SIZE_IMAGENET, "transformer", "ds2", "lstm"]
 # The full-size sequence models' FLOPs are compared on a smaller step than the rules': PyTorch's count runs a
 # real step where the meta device cannot (attention, GRUs, LSTMs), and TensorFlow's traces recurrent layers
-# unrolled, frame by frame (ds2's five bidirectional GRUs over 12 s utterances: 6,000 cells; the lstm's two
-# layers over 128-token windows). (hyperparameters, reference attributes) per benchmark.
+# unrolled, frame by frame (the lstm's two layers over 128-token windows). ds2's twin is traced on two short
+# cuts of its utterances and extrapolated (at the rules' 12 s both counts are 369,703,910,400 FLOPs at batch 2,
+# but PyTorch's real step takes a minute there: 1 s utterances suffice to test the extrapolation, 50 lattice
+# units from cuts of 2 and 4). (hyperparameters, reference attributes) per benchmark.
 SMALL_STEP = {"transformer": ({"global_batch_size": 16}, {}),
               "ds2": ({"global_batch_size": 2}, {"synthetic_seconds": 1.0, "synthetic_labels": 12}),
               "lstm": ({"global_batch_size": 4}, {"bptt": 8})}
@@ -394,6 +396,36 @@ def test_flops_per_step_agree_with_the_pytorch_count_within_2_percent(name):
     theirs = PyTorchBackend(torch.device("cpu"), "fp32").trainer(ref, ref.build_model, hp, None, 1).flops_per_step
     print(f"{name}: FLOPs per step at batch {hp['global_batch_size']}: TensorFlow {ours:,}, PyTorch {theirs:,}")
     assert abs(ours / theirs - 1) <= 0.02, (ours, theirs)
+
+
+@needs_tf
+def test_a_recurrent_twin_counted_on_two_short_cuts_equals_its_whole_unrolled_step(monkeypatch):
+    """ds2's unrolled GRUs are traced on cuts of 2 and 4 lattice units and the count extrapolated: equal to
+    tracing the whole step, and only the cuts are traced; a length off the lattice is traced whole."""
+    from trainmark.harness.frameworks import tensorflow_backend as tfb
+    from trainmark.reference import registry
+    from trainmark.rules import get_rules
+
+    rules = get_rules("ds2-mini")
+    ref = registry.for_rules(rules)
+    ref.synthetic_seconds = 0.4  # 3,200 samples at 8 kHz: 10 units of 80-sample hops x time strides 2 x 2
+    trainer = tfb.TensorFlowBackend(torch.device("cpu"), "fp32").trainer(
+        ref, None, {**rules.defaults(), "global_batch_size": 2}, None, 1, count_flops=False)
+    batch = ref.synthetic_batch(2)
+    assert trainer.twin.length_units(batch) == 10
+    example = trainer.prepare(batch)
+    whole = tfb.step_flops(tfb.training_step(trainer.twin.unrolled(example)), example)
+    traced, real = [], tfb.step_flops
+    monkeypatch.setattr(tfb, "step_flops", lambda step, ex: traced.append(int(ex[0].shape[-1])) or real(step, ex))
+    assert trainer._traced_flops(batch) == whole  # noqa: SLF001 - the count a trial logs
+    frames = lambda b: int(trainer.prepare(b)[0].shape[-1])  # noqa: E731 - the reference's feature frames
+    assert traced == [frames(trainer.twin.cut(batch, 2)), frames(trainer.twin.cut(batch, 4))] == [5, 13]
+    assert frames(batch) == 37  # never traced whole (4 frames a unit, less 3)
+    off = (batch[0][:, :3000], batch[1].clamp(max=3000), *batch[2:])
+    assert trainer.twin.length_units(off) is None
+    traced.clear()
+    trainer._traced_flops(off)  # noqa: SLF001
+    assert traced == [frames(off)]
 
 
 @needs_tf

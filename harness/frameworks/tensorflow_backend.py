@@ -12,6 +12,9 @@ A twin (reference/keras_twins/) is what this trainer steps; it has
   tensors, so that evaluation is the reference's code, not a copy;
 - optionally ``unrolled(example)``: a twin whose graph the FLOP count can read (recurrent layers
   unrolled, data-dependent shapes fixed to ``example``'s).
+- optionally ``length_units(batch)`` and ``cut(batch, units)``: the synthetic batch's length on a lattice on
+  which the step's FLOPs are affine, and the batch cut to fewer units (an unrolled recurrent twin is counted
+  at two short lengths and extrapolated).
 
 The data path is the reference's own: the same batches, in the same order for a seed, with the same
 augmentation as a PyTorch trial, read through tensorflow-datasets (reference/tfds_builders/), so that a
@@ -188,11 +191,25 @@ class TensorFlowTrainer:
         depends on the data, the adaptive softmax's, is counted with the example batch's shapes fixed)."""
         batch = self.hp["global_batch_size"]  # the whole step's work, over every rank (as PyTorch's count)
         key = (self.ref.name, batch, type(self.twin).__name__)
-        if key not in _FLOPS:  # tracing an unrolled recurrent twin takes a minute: once per process
-            example = self.prepare(self.ref.synthetic_batch(batch))
-            twin = self.twin.unrolled(example) if hasattr(self.twin, "unrolled") else self.twin
-            _FLOPS[key] = step_flops(training_step(twin), example) or None
+        if key not in _FLOPS:  # tracing an unrolled recurrent twin takes seconds to a minute: once per process
+            _FLOPS[key] = self._traced_flops(self.ref.synthetic_batch(batch)) or None
         return _FLOPS[key]
+
+    def _traced_flops(self, batch: tuple) -> int:
+        """FLOPs of one step on ``batch``. A twin whose step is affine in its batch's length (``length_units``)
+        is traced on cuts of SHORT and 2 x SHORT units, and the count extrapolated exactly to the batch's own."""
+        units = self.twin.length_units(batch) if hasattr(self.twin, "length_units") else None
+        if units is None or units <= 2 * SHORT:
+            example = self.prepare(batch)
+            twin = self.twin.unrolled(example) if hasattr(self.twin, "unrolled") else self.twin
+            return step_flops(training_step(twin), example)
+        examples = [self.prepare(self.twin.cut(batch, n)) for n in (SHORT, 2 * SHORT)]
+        twin = self.twin.unrolled(examples[0])  # built once: a twin with length units fixes no shape from it
+        short, longer = (step_flops(training_step(twin), example) for example in examples)
+        return short + (longer - short) // SHORT * (units - SHORT)
+
+
+SHORT = 2  # units of a recurrent twin's length on which its step is traced (above it, the count is extrapolated)
 
 
 _FLOPS: dict[tuple, int | None] = {}  # (benchmark, batch, twin) -> FLOPs per step, counted in this process
