@@ -208,7 +208,8 @@ def trial_summary(result: Path, rules, k: int, plan: TrialPlan, division: str, s
         if version >= 2 else {}
     return {"format_version": version, "benchmark": rules.name, "rules_version": rules.version, "division": division,
             "submitter": submitter, "system_name": system, "precision": "fp32", "precision_used": "fp32",
-            "hparams": rules.defaults(), "trial": k, "seed": plan.seed, "peak_tflops": PEAK_TFLOPS, **logged,
+            "hparams": rules.defaults(), "trial": k, "seed": plan.seed, "peak_tflops": PEAK_TFLOPS,
+            "flops_per_step": _flops_per_step(rules), **logged,
             "history": [{"epoch": e, "metric": m} for e, m in enumerate(plan.metrics, 1)], **telemetry}
 
 

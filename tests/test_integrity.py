@@ -99,7 +99,8 @@ def test_clean_trial_json_passes(submission_copy):
 
 
 @pytest.mark.parametrize("field,value", [("train_time_s", 1.0), ("status", "converged"), ("seed", 7),
-                                         ("final_metric", 0.99), ("total_energy_j", None)])
+                                         ("final_metric", 0.99), ("total_energy_j", None),
+                                         ("flops_per_step", 10 ** 15)])
 def test_trial_json_claiming_other_figures_is_an_error(submission_copy, field, value):
     path = submission_copy / BENCH / "trial_2" / "trial.json"
     data = json.loads(path.read_text())

@@ -73,6 +73,9 @@ def _disagreements(s: dict, r: TrialRecord, names: dict[str, str | None], rules:
     for field, want in exact.items():
         if want is not None and s.get(field) != want:
             yield field, s.get(field), want
+    if "flops_per_step" in s and mllog.FLOPS_PER_STEP in r.points and s["flops_per_step"] != r.value(
+            mllog.FLOPS_PER_STEP):
+        yield "flops_per_step", s["flops_per_step"], r.value(mllog.FLOPS_PER_STEP)  # the count the harness logged
     if "precision_used" in s and s["precision_used"] != r.value(mllog.PRECISION):
         yield "precision_used", s["precision_used"], r.value(mllog.PRECISION)
     if mllog.FORMAT_VERSION in r.points and s.get("format_version") != r.value(mllog.FORMAT_VERSION):
