@@ -199,7 +199,8 @@ def test_rules_1_1_judge_resnet_mini_between_its_calibrated_batch_sizes(tmp_path
         synthetic.edit_mllog(bench / f"result_{k}.txt", "trainmark_flops_per_step", synthetic.set_value(flops))
         trial_json = bench / f"trial_{k}" / "trial.json"
         data = json.loads(trial_json.read_text())
-        trial_json.write_text(json.dumps({**data, "hparams": {**data["hparams"], "global_batch_size": batch}}))
+        trial_json.write_text(json.dumps({**data, "flops_per_step": flops,
+                                          "hparams": {**data["hparams"], "global_batch_size": batch}}))
     report = check_path(submission_copy, CheckOptions(rules_root=root,
                                                       reference_builder=lambda r: synthetic.tiny_reference_model()))
     rules = {f.rule: f for f in report.findings if f.rule.startswith("CONVERGE")}
