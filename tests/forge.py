@@ -16,13 +16,13 @@ from trainmark.format import mllog
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "submissions"
 SUBMITTER = SUBMISSIONS / "closed" / "trainmark"
 PREFIX = mllog.PREFIX
-PYTORCH_SYSTEM = "2xcpu-epyc-zen3"       # resnet-mini and ds2-mini by the mini suite on a Zen 3 (rules 1.2, fp32)
-TENSORFLOW_SYSTEM = "2xcpu-epyc-zen3-tf"  # their Keras twins, on the same VM after
-# (the suite's other four PyTorch minis are in 2xcpu-epyc-zen5, three of them in amp; the Keras twins of vgg, lstm and
+PYTORCH_SYSTEM = "2xcpu-epyc-zen3"       # resnet, ds2 and vgg-mini by the mini suite on Zen 3s (rules 1.2, fp32)
+TENSORFLOW_SYSTEM = "2xcpu-epyc-zen3-tf"  # their Keras twins, on the same VMs after
+# (the suite's other three PyTorch minis are in 2xcpu-epyc-zen5, two of them in amp; the Keras twins of lstm and
 # transformer-mini in 2xcpu-epyc-zen5-tf, inception-mini's in 2xcpu-epyc-zen4-tf)
 
 PYTORCH_SYSTEM_OF = {benchmark: "2xcpu-epyc-zen5"   # the Zen 5 suite's minis whose rule file has not changed since
-                     for benchmark in ("inception-mini", "lstm-mini", "transformer-mini", "vgg-mini")}
+                     for benchmark in ("inception-mini", "lstm-mini", "transformer-mini")}
 
 
 def pytorch_system(benchmark: str) -> str:

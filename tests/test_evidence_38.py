@@ -11,7 +11,7 @@ from trainmark.checker.check import check_path
 
 MLPERF_FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mlperf-training-v4.0"
 FP32_BENCH = "inception-mini"   # an fp32 example on the Zen 5, beside the amp-bf16 ones
-AMP_BENCH = "vgg-mini"          # the Zen 5 suite trained it in amp-bf16, whose CPU bound is far higher
+AMP_BENCH = "lstm-mini"         # the Zen 5 suite trained it in amp-bf16, whose CPU bound is far higher
 
 
 @pytest.mark.skipif(not MLPERF_FIXTURE.is_dir(), reason="needs ../shared/fixtures/mlperf-training-v4.0")
