@@ -150,3 +150,31 @@ def test_real_data_gives_each_rank_its_own_share(tmp_path):
     synthetic = worker._batches(ref, argparse.Namespace(data="synthetic"), rules, 16, Dist(), torch.device("cpu"),
                                       torch)
     assert synthetic() is synthetic()  # one resident batch: no input pipeline in the timed loop
+
+
+TORCHRUN_TAIL = """\
+E1207 00:59:01.123000 29390 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -6) local_rank: 3
+Traceback (most recent call last):
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+Root Cause (first observed failure):
+[0]:
+  rank      : 3 (local_rank: 3)
+  exitcode  : -6 (pid: 29398)
+  traceback : Signal 6 (SIGABRT) received by PID 29398
+============================================================
+"""
+
+
+def test_a_rank_killed_by_a_cpp_exception_is_reported_by_its_own_words_not_only_its_signal():
+    """A gloo/NCCL abort prints ``terminate called`` and ``what()`` before torchrun names only the signal."""
+    aborted = ("[rank3]:terminate called after throwing an instance of 'gloo::IoException'\n"
+               "[rank3]:  what():  [gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:29500\n"
+               + TORCHRUN_TAIL)
+    error = saturation.worker_error(aborted)
+    assert "gloo::IoException" in error and "Connection closed by peer" in error
+    assert saturation.failed_rank(aborted) == "rank 3 (local rank 3)"
+    # a Python exception is still the rank's own line; with nothing the rank said, torchrun's signal line
+    raised = "[rank1]: RuntimeError: out of memory\n" + TORCHRUN_TAIL
+    assert saturation.worker_error(raised) == "RuntimeError: out of memory"
+    assert saturation.worker_error(TORCHRUN_TAIL).startswith("traceback : Signal 6")

@@ -123,9 +123,16 @@ def failed_rank(stderr: str) -> str | None:
 
 
 def worker_error(stderr: str) -> str:
-    """The last exception line a rank printed (not torchrun's own ChildFailedError), or the last line."""
+    """The last exception line a rank printed (not torchrun's own ChildFailedError), or the last line. A rank
+    killed by a C++ exception (gloo, NCCL) prints ``terminate called ...`` and ``what(): ...`` before torchrun
+    reports only its signal: those two lines are the error then."""
     lines = [re.sub(r"^\[rank\d+\]:\s*", "", ln.strip()) for ln in stderr.splitlines()]
     lines = [ln for ln in lines if ln and not ln.startswith(("=", "-"))]
+    aborts = [i for i, ln in enumerate(lines) if ln.startswith("terminate called")]
+    if aborts:
+        i = aborts[-1]
+        what = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("what()") else ""
+        return f"{lines[i]} {what}".strip()
     errors = [ln for ln in lines if (re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", ln) or ": error: " in ln)
               and "ChildFailedError" not in ln]
     return (errors or lines or ["(no output)"])[-1]
