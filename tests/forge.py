@@ -16,13 +16,12 @@ from trainmark.format import mllog
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "submissions"
 SUBMITTER = SUBMISSIONS / "closed" / "trainmark"
 PREFIX = mllog.PREFIX
-PYTORCH_SYSTEM = "2xcpu-epyc-zen3"       # resnet, ds2 and vgg-mini by the mini suite on Zen 3s (rules 1.2, fp32)
+PYTORCH_SYSTEM = "2xcpu-epyc-zen3"       # the Fashion minis and ds2-mini by the mini suite on Zen 3s (rules 1.2, fp32)
 TENSORFLOW_SYSTEM = "2xcpu-epyc-zen3-tf"  # their Keras twins, on the same VMs after
-# (the suite's other three PyTorch minis are in 2xcpu-epyc-zen5, two of them in amp; the Keras twins of lstm and
-# transformer-mini in 2xcpu-epyc-zen5-tf, inception-mini's in 2xcpu-epyc-zen4-tf)
+# (the suite's two other PyTorch minis, both in amp, are in 2xcpu-epyc-zen5, their Keras twins in 2xcpu-epyc-zen5-tf)
 
 PYTORCH_SYSTEM_OF = {benchmark: "2xcpu-epyc-zen5"   # the Zen 5 suite's minis whose rule file has not changed since
-                     for benchmark in ("inception-mini", "lstm-mini", "transformer-mini")}
+                     for benchmark in ("lstm-mini", "transformer-mini")}
 
 
 def pytorch_system(benchmark: str) -> str:
