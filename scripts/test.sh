@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): install what the tests need (scripts/install.sh: .venv), then run them.
 # INSTALL=0 skips the install; arguments go to pytest (bash scripts/test.sh tests/test_run_output.py -x).
-# Two test processes (pytest-xdist), each taking whole files so that a module's fixtures are built once, and the
-# cores split between them (torch's and TensorFlow's thread pools; small models gain little from a second thread).
+# Two test processes (pytest-xdist; an idle one takes tests from the other's queue) with the cores split between
+# them (torch's and TensorFlow's thread pools): the tests' small models gain little from a second thread, so two
+# processes of one thread finish sooner than one of two (docs/performance.md, "The test suite").
 # TEST_WORKERS=N for another count, TEST_WORKERS=0 for one process with every core.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -16,4 +17,4 @@ if [ "$workers" -gt 1 ]; then
   threads=$(( $(nproc) / workers )); [ "$threads" -ge 1 ] || threads=1
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads} TF_NUM_INTRAOP_THREADS=${TF_NUM_INTRAOP_THREADS:-$threads}
 fi
-py -m pytest -q -n "$workers" --dist loadfile "$@"
+py -m pytest -q -n "$workers" --dist worksteal "$@"

@@ -1,6 +1,7 @@
 """Shared test fixtures: the tiny reference and test-only rule files."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,14 @@ from trainmark.rules import LATEST_VERSION
 
 TEST_RULES = Path(__file__).parent / "rules"
 SHIPPED_RULES = Path(__file__).resolve().parents[1] / "rules"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tfds_dir_per_test_process(tmp_path_factory):
+    """Under pytest-xdist (scripts/test.sh) each test process builds TensorFlow's datasets into a folder of its
+    own: two processes building one dataset into one folder race on tfds's final rename (the loser's fails)."""
+    if "PYTEST_XDIST_WORKER" in os.environ and "TRAINMARK_TFDS_DIR" not in os.environ:
+        os.environ["TRAINMARK_TFDS_DIR"] = str(tmp_path_factory.getbasetemp() / "tfds")
 
 
 @pytest.fixture(autouse=True)
