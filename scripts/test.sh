@@ -13,6 +13,7 @@ require_python
 py -m ruff check .          # lint first: settings in pyproject.toml
 py scripts/lint_imports.py  # the layers' import contracts (pyproject.toml, docs/architecture.md)
 workers=${TEST_WORKERS:-2}
+case $workers in ''|*[!0-9]*) echo "scripts/test.sh: TEST_WORKERS must be a whole number, not '$workers'" >&2; exit 2;; esac
 if [ "$workers" -gt 1 ]; then
   threads=$(( $(nproc) / workers )); [ "$threads" -ge 1 ] || threads=1
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads} TF_NUM_INTRAOP_THREADS=${TF_NUM_INTRAOP_THREADS:-$threads}
