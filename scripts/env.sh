@@ -50,4 +50,21 @@ require_python() {
   fi
 }
 
+# require_room DIR GIB WHAT: stop, naming DIR, when its file system has less than GIB GiB free. pip that runs out
+# of disk stops half way ("[Errno 28] No space left on device") and leaves a half-installed environment behind.
+# A df that cannot answer (no df, an odd file system) is said and passed over: the check only helps.
+require_room() {
+  local dir=$1 need_gib=$2 what=$3 free_kib
+  free_kib=$(df -Pk "$dir" 2>/dev/null | awk 'NR == 2 {print $4}')
+  case $free_kib in
+    ''|*[!0-9]*) echo "${0##*/}: cannot read the free space of $dir with df; going on without the check" >&2; return 0;;
+  esac
+  if [ "$free_kib" -lt $(( need_gib * 1024 * 1024 )) ]; then
+    echo "${0##*/}: $what needs about $need_gib GiB free in $dir; its file system has $(( free_kib / 1024 )) MiB" \
+         "free. Make room (old virtual environments or clones, ~/.cache/pip, ${TMPDIR:-/tmp}/pytest-of-$(id -un))" \
+         "and run this again" >&2
+    exit 1
+  fi
+}
+
 resolve_python

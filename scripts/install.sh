@@ -82,8 +82,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" = "$stamp_value" ] && py -c "import trainmark
   echo "install.sh: trainmark already installed in $("$PY" -c 'import sys; print(sys.prefix)') (pyproject.toml" \
        "unchanged; rm $stamp to reinstall)" >&2
 else
-  echo "install.sh: pip install -e .[$EXTRAS] into $("$PY" -c 'import sys; print(sys.prefix)') (TensorFlow and" \
-       "torch: several minutes the first time)" >&2
+  prefix=$("$PY" -c 'import sys; print(sys.prefix)')
+  # Room first: a new environment takes about 8 GiB (torch's CUDA build and its NVIDIA libraries, TensorFlow;
+  # 8.1 GiB measured in .venv, 2026-12-07), with pip's unpacking beside it; an update of a few packages, far less.
+  modules=torch; case ",$EXTRAS," in *,tensorflow,*) modules="torch, tensorflow";; esac
+  if py -c "import $modules" 2>/dev/null; then need_gib=1; else need_gib=10; fi
+  require_room "$prefix" "$need_gib" "pip install -e .[$EXTRAS]"
+  echo "install.sh: pip install -e .[$EXTRAS] into $prefix (TensorFlow and torch: several minutes the first" \
+       "time)" >&2
   "$PY" -m pip install -q -e ".[$EXTRAS]"  # TensorFlow: --framework tensorflow (docs/frameworks.md)
   echo "$stamp_value" > "$stamp" 2>/dev/null || true
 fi

@@ -1,6 +1,6 @@
 """The shell scripts a new user runs first (issue 39): scripts/env.sh picks the interpreter, mini_suite.sh checks
 its BENCHMARKS against the rules and prints the suite's line per trial. The install itself (minutes of pip) is
-run from a fresh clone by hand, not here."""
+run from a fresh clone by hand, not here; its steps before pip (the room on disk) run here with stand-ins."""
 from __future__ import annotations
 
 import os
@@ -129,3 +129,57 @@ exec {sys.executable} "$@"
     assert any(re.fullmatch(r"mini suite: each mini's trainmark run \(h:mm:ss\): lstm-mini 0:00:0\d, "
                             r"resnet-mini 0:00:0\d", line) for line in suite), suite
     assert suite[-1].startswith("mini suite: wall time 0:00:") and suite[-1].endswith("exit status 1")
+
+
+def _fake_df(folder: Path, free_kib: str) -> Path:
+    """A df that answers as `df -Pk` would for a file system with FREE_KIB KiB available."""
+    df = folder / "df"
+    df.write_text("#!/bin/sh\necho 'Filesystem 1024-blocks Used Available Capacity Mounted on'\n"
+                  f"echo '/dev/vda 263174212 99000000 {free_kib} 94% /'\n")
+    df.chmod(0o755)
+    return folder
+
+
+def test_a_full_disk_stops_the_install_before_pip_naming_the_folder_and_the_room(tmp_path):
+    """CI's pip once died of "[Errno 28] No space left on device" half way through a new environment: the install
+    now measures first and says where, how much is free and how much it needs."""
+    path = f"{_fake_df(tmp_path, str(6 * 1024 * 1024))}:{os.environ['PATH']}"  # 6 GiB free
+    done = _bash('source scripts/env.sh; require_room /some/venv 10 "pip install -e .[test]"; echo went on',
+                 PATH=path)
+    assert done.returncode == 1 and "went on" not in done.stdout
+    assert ("pip install -e .[test] needs about 10 GiB free in /some/venv; its file system has 6144 MiB free"
+            in done.stderr)
+    enough = _bash('source scripts/env.sh; require_room /some/venv 5 "pip"; echo went on', PATH=path)
+    assert enough.returncode == 0 and enough.stdout.strip() == "went on" and enough.stderr == ""
+
+
+def test_a_df_that_cannot_answer_does_not_stop_the_install(tmp_path):
+    path = f"{_fake_df(tmp_path, '-')}:{os.environ['PATH']}"
+    done = _bash('source scripts/env.sh; require_room /some/venv 10 "pip"; echo went on', PATH=path)
+    assert done.returncode == 0 and done.stdout.strip() == "went on"
+    assert "cannot read the free space of /some/venv with df; going on without the check" in done.stderr
+
+
+def test_the_install_stops_before_pip_when_a_new_environment_would_not_fit(tmp_path):
+    """install.sh end to end with stand-ins: a Python without torch (a new environment), dpkg saying every package
+    is there, df saying 6 GiB free: it stops before pip runs; with 20 GiB free pip runs."""
+    marker = tmp_path / "pip-ran"
+    python = tmp_path / "python"
+    python.write_text(f"""#!/bin/sh
+case "$*" in
+  *"pip install"*) echo ran > {marker}; exit 0;;
+  *"print(sys.prefix)"*) echo {tmp_path}/prefix; exit 0;;
+  *"import torch"*|*"import trainmark"*) exit 1;;
+  *) exit 0;;
+esac
+""")
+    python.chmod(0o755)
+    (tmp_path / "dpkg").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "dpkg").chmod(0o755)
+    for free_gib, stops in ((6, True), (20, False)):
+        bin_dir = _fake_df(tmp_path, str(free_gib * 1024 * 1024))
+        done = _bash("bash scripts/install.sh", PYTHON=str(python), PATH=f"{bin_dir}:{os.environ['PATH']}")
+        assert (done.returncode == 1) == stops, done.stderr
+        assert marker.exists() != stops
+        assert (f"needs about 10 GiB free in {tmp_path}/prefix; its file system has {free_gib * 1024} MiB free"
+                in done.stderr) == stops
