@@ -230,14 +230,16 @@ def test_doc_command_runs(cmd, tmp_path, monkeypatch, capsys):
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else 2
         captured = capsys.readouterr()
-        _RESULTS[key] = (status, argv, captured.err[-2000:], " ".join((captured.out + captured.err).split()))
-    status, argv, err, printed = _RESULTS[key]
+        outputs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in _OUTPUT_OPTIONS and argv[i + 1] != "-"]
+        wrote = all(p.is_file() and p.stat().st_size for p in outputs)  # now: a passing test's tmp_path goes
+        _RESULTS[key] = (status, argv, captured.err[-2000:], " ".join((captured.out + captured.err).split()),
+                         outputs, wrote)
+    status, argv, err, printed, outputs, wrote = _RESULTS[key]
     assert status == cmd.exit_code, (f"{cmd.where()}\n  ran as: trainmark {' '.join(argv)}\n  exit {status}, "
                                      f"the doc implies {cmd.exit_code}\n  stderr: {err}")
     differs = [line for line in cmd.output if " ".join(line.split()) not in printed]
     assert differs == [], f"{cmd.where()}\n  the page shows output the command does not print: {differs}"
-    outputs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in _OUTPUT_OPTIONS and argv[i + 1] != "-"]
-    assert all(p.is_file() and p.stat().st_size for p in outputs), f"{cmd.where()}\n  wrote nothing to {outputs}"
+    assert wrote, f"{cmd.where()}\n  wrote nothing to {outputs}"
 
 
 def test_the_examples_in_trainmark_help_parse():
