@@ -69,6 +69,10 @@ for bench in $BENCHES; do
   TOTAL=$((TOTAL + trials)); TOTAL_W=$((TOTAL_W + trials * weight))
 done
 echo "mini suite: $BENCHES($TOTAL trials, device $DEVICE, into $OUT/submission)" >&2
+# What to expect before the first trial ends: the calibrations' training time (fp32, on the 2-vCPU machine that
+# each rules file's convergence.spread names); a slower CPU takes longer, a CPU with bf16 units less
+echo "mini suite: about $(( (TOTAL_W + 30) / 60 )) min of training as the rules calibrated these trials (fp32, 2" \
+  "vCPUs), evaluation and the check on top; after each trial the suite's ETA is this machine's" >&2
 [ "$PRECISION" != auto ] || echo "mini suite: precision auto: amp (bf16 autocast) for a mini whose rules calibrate it" \
   "where this device computes bf16 in its own units, fp32 for the others (each run's banner says which and why)" >&2
 

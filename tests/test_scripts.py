@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from trainmark.rules import load_ruleset
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "scripts").glob("*.sh")) + [ROOT / ".ci" / "run"]
 
@@ -124,6 +126,10 @@ exec {sys.executable} "$@"
         assert "--precision fp32" in line and "--seed 7" in line and "--system-name box" in line, line
     assert " check " in runs[2] and str(tmp_path / "out" / "submission") in runs[2]
     suite = [line for line in done.stderr.splitlines() if line.startswith("mini suite: ")]
+    rules = {name: load_ruleset()[name].convergence["spread"]["train_time_s"] for name in ("lstm-mini", "resnet-mini")}
+    seconds = sum(5 * round(sum(t) / 2) for t in rules.values())   # 5 trials each at the middle of the range
+    expected_min = (seconds + 30) // 60
+    assert suite[1].startswith(f"mini suite: about {expected_min} min of training as the rules calibrated"), suite[1]
     assert sum(" trials done, " in line for line in suite) == 10
     assert any(line.startswith("mini suite: 10 of 10 trials done") for line in suite)
     assert any(re.fullmatch(r"mini suite: each mini's trainmark run \(h:mm:ss\): lstm-mini 0:00:0\d, "
