@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,18 @@ def _tfds_dir_per_test_process(tmp_path_factory):
     own: two processes building one dataset into one folder race on tfds's final rename (the loser's fails)."""
     if "PYTEST_XDIST_WORKER" in os.environ and "TRAINMARK_TFDS_DIR" not in os.environ:
         os.environ["TRAINMARK_TFDS_DIR"] = str(tmp_path_factory.getbasetemp() / "tfds")
+
+
+@pytest.fixture(autouse=True)
+def _forget_modules_imported_from_temp_folders(tmp_path_factory):
+    """A module a test imported from its tmp_path (an open-division model, a plugin) is forgotten after the test:
+    pytest deletes a passing test's tmp_path, and a later test importing the same name would get the cached
+    module, whose source is gone (or, were it kept, another test's file)."""
+    yield
+    base = str(tmp_path_factory.getbasetemp()) + os.sep
+    for name, module in list(sys.modules.items()):
+        if (getattr(module, "__file__", None) or "").startswith(base):
+            del sys.modules[name]
 
 
 @pytest.fixture(autouse=True)
