@@ -229,3 +229,17 @@ def test_run_help_documents_the_open_division_options(capsys):
                   "imported from the current folder", "--optimizer NAME", "torch.optim", "--lr-schedule NAME",
                   "stepped once per training step", "--augment NAME[,NAME]", "torchvision.transforms.v2"):
         assert words in group, words
+
+
+def test_the_pages_word_on_the_reference_schedule_is_the_latest_rules():
+    """"falls to 0 at epoch N ... at most `max_epochs`, M": the numbers a researcher plans a model's epochs by,
+    read from the page and compared with resnet-mini's latest rule file (rules 1.2 moved them from 5 to 3)."""
+    from trainmark.rules import get_rules
+
+    rules = get_rules("resnet-mini")
+    text = " ".join(DOC.read_text().split())
+    said = re.search(r"resnet-mini's learning rate falls to 0 at epoch (\d+) \(`opt_learning_rate_decay_epochs`, "
+                     r"rules ([\d.]+)\).*?at most `max_epochs`, (\d+)\)", text)
+    assert said, "docs/open-division.md no longer states resnet-mini's schedule in the words this test reads"
+    decay = rules.hyperparameters["opt_learning_rate_decay_epochs"]["default"]
+    assert (int(said[1]), said[2], int(said[3])) == (decay, rules.version, rules.max_epochs)
