@@ -83,10 +83,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" = "$stamp_value" ] && py -c "import trainmark
        "unchanged; rm $stamp to reinstall)" >&2
 else
   prefix=$("$PY" -c 'import sys; print(sys.prefix)')
-  # Room first: a new environment takes about 8 GiB (torch's CUDA build and its NVIDIA libraries, TensorFlow;
-  # 8.1 GiB measured in .venv, 2026-12-07), with pip's unpacking beside it; an update of a few packages, far less.
-  modules=torch; case ",$EXTRAS," in *,tensorflow,*) modules="torch, tensorflow";; esac
-  if py -c "import $modules" 2>/dev/null; then need_gib=1; else need_gib=10; fi
+  # Room first: a new environment takes about 8 GiB (8.1 GiB measured in .venv, 2026-12-07: torch's CUDA build
+  # with its NVIDIA libraries about 5.3, TensorFlow 1.9), with pip's unpacking beside it; TensorFlow alone about 2
+  # of it; an update of a few packages, far less.
+  need_gib=1
+  if ! py -c "import torch" 2>/dev/null; then need_gib=10
+  elif [[ ",$EXTRAS," == *,tensorflow,* ]] && ! py -c "import tensorflow" 2>/dev/null; then need_gib=3; fi
   require_room "$prefix" "$need_gib" "pip install -e .[$EXTRAS]"
   echo "install.sh: pip install -e .[$EXTRAS] into $prefix (TensorFlow and torch: several minutes the first" \
        "time)" >&2

@@ -189,3 +189,11 @@ esac
         assert marker.exists() != stops
         assert (f"needs about 10 GiB free in {tmp_path}/prefix; its file system has {free_gib * 1024} MiB free"
                 in done.stderr) == stops
+    # torch there, TensorFlow not: about 3 GiB asked, so 2 GiB stops it, and the test extras alone (no TensorFlow) go on
+    marker.unlink()
+    python.write_text(python.read_text().replace('*"import torch"*|', '*"import tensorflow"*|'))
+    bin_dir = _fake_df(tmp_path, str(2 * 1024 * 1024))
+    done = _bash("bash scripts/install.sh", PYTHON=str(python), PATH=f"{bin_dir}:{os.environ['PATH']}")
+    assert done.returncode == 1 and "needs about 3 GiB free" in done.stderr and not marker.exists()
+    done = _bash("bash scripts/install.sh", PYTHON=str(python), PATH=f"{bin_dir}:{os.environ['PATH']}", EXTRAS="test")
+    assert done.returncode == 0 and marker.exists(), done.stderr
