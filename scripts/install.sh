@@ -77,12 +77,11 @@ EOF
 fi
 
 stamp_value=$( { cat pyproject.toml; echo "$EXTRAS $TRAINMARK_ROOT $PY"; } | sha256sum | cut -d' ' -f1)
-stamp=$("$PY" -c 'import sys; print(sys.prefix)')/trainmark-install.stamp
+prefix=$("$PY" -c 'import sys; print(sys.prefix)')   # the environment pip installs into
+stamp=$prefix/trainmark-install.stamp
 if [ "$(cat "$stamp" 2>/dev/null)" = "$stamp_value" ] && py -c "import trainmark" 2>/dev/null; then
-  echo "install.sh: trainmark already installed in $("$PY" -c 'import sys; print(sys.prefix)') (pyproject.toml" \
-       "unchanged; rm $stamp to reinstall)" >&2
+  echo "install.sh: trainmark already installed in $prefix (pyproject.toml unchanged; rm $stamp to reinstall)" >&2
 else
-  prefix=$("$PY" -c 'import sys; print(sys.prefix)')
   # Room first: a new environment takes about 8 GiB (8.1 GiB measured in .venv, 2026-12-07: torch's CUDA build
   # with its NVIDIA libraries about 5.3, TensorFlow 1.9), with pip's unpacking beside it; TensorFlow alone about 2
   # of it; an update of a few packages, far less.
